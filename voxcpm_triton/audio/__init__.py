@@ -1,0 +1,1 @@
+"""AudioVAE (latent <-> waveform), the stateless windowed vocoder and prompt-audio preparation."""

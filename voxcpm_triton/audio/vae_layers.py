@@ -1,0 +1,188 @@
+"""Building blocks of the AudioVAE: weight-normalised causal convolutions, Snake activation,
+residual units and sample-rate conditioning.
+
+Parameter names follow the official audiovae.pth (torch.nn.utils.weight_norm style: `weight_g`,
+`weight_v`, `bias`) until `fold()` replaces the pair by one plain `weight` for inference.
+"""
+
+from __future__ import annotations
+
+import torch
+import torch.nn.functional as F
+from torch import nn
+
+
+class WeightNormConv(nn.Module):
+    """Shared weight-norm bookkeeping: weight = g * v / ||v|| with the norm over all dims but 0."""
+
+    def __init__(self, weight_shape: tuple[int, ...], bias_size: int | None) -> None:
+        super().__init__()
+        self.weight_v = nn.Parameter(torch.empty(weight_shape))
+        self.weight_g = nn.Parameter(torch.ones((weight_shape[0],) + (1,) * (len(weight_shape) - 1)))
+        self.bias = nn.Parameter(torch.zeros(bias_size)) if bias_size is not None else None
+        nn.init.kaiming_uniform_(self.weight_v, a=5**0.5)
+
+    @property
+    def folded(self) -> bool:
+        return "weight" in self._parameters
+
+    def effective_weight(self) -> torch.Tensor:
+        if self.folded:
+            return self._parameters["weight"]
+        v = self.weight_v
+        norm = v.flatten(1).norm(dim=1).view(self.weight_g.shape)
+        return v * (self.weight_g / norm)
+
+    def fold(self) -> None:
+        """Replace (weight_g, weight_v) by the weight they define; inference then skips the norm."""
+        if self.folded:
+            return
+        with torch.no_grad():
+            weight = self.effective_weight().detach().clone()
+        del self.weight_v
+        del self.weight_g
+        self.weight = nn.Parameter(weight, requires_grad=False)
+
+
+class CausalConv1d(WeightNormConv):
+    """Conv1d that sees only the past: `left_pad` zeros before the input, none after."""
+
+    def __init__(
+        self,
+        in_channels: int,
+        out_channels: int,
+        kernel_size: int,
+        left_pad: int,
+        stride: int = 1,
+        dilation: int = 1,
+        groups: int = 1,
+        bias: bool = True,
+    ) -> None:
+        super().__init__((out_channels, in_channels // groups, kernel_size), out_channels if bias else None)
+        self.left_pad = left_pad
+        self.stride = stride
+        self.dilation = dilation
+        self.groups = groups
+        self.kernel_size = kernel_size
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        x = F.pad(x, (self.left_pad, 0))
+        return F.conv1d(x, self.effective_weight(), self.bias, self.stride, 0, self.dilation, self.groups)
+
+
+class CausalConvTranspose1d(WeightNormConv):
+    """Upsampling transposed conv (kernel 2*stride); the `right_trim` trailing samples that would
+    depend on future frames are cut, so T frames give exactly T*stride samples."""
+
+    def __init__(self, in_channels: int, out_channels: int, stride: int, right_trim: int) -> None:
+        # ConvTranspose1d weights are [in, out, kernel]; weight norm is still taken over dim 0.
+        super().__init__((in_channels, out_channels, 2 * stride), out_channels)
+        self.stride = stride
+        self.right_trim = right_trim
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        y = F.conv_transpose1d(x, self.effective_weight(), self.bias, self.stride)
+        return y[..., : y.shape[-1] - self.right_trim] if self.right_trim > 0 else y
+
+
+class Snake1d(nn.Module):
+    """Snake activation x + sin^2(alpha x) / alpha with a learned per-channel alpha."""
+
+    def __init__(self, channels: int) -> None:
+        super().__init__()
+        self.alpha = nn.Parameter(torch.ones(1, channels, 1))
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        alpha = self.alpha
+        return x + torch.sin(alpha * x).pow(2) * (alpha + 1e-9).reciprocal()
+
+
+class ResidualUnit(nn.Module):
+    """Snake -> dilated causal conv (kernel 7) -> Snake -> 1x1 conv, plus the skip connection."""
+
+    def __init__(self, dim: int, dilation: int, groups: int) -> None:
+        super().__init__()
+        self.block = nn.Sequential(
+            Snake1d(dim),
+            CausalConv1d(dim, dim, kernel_size=7, left_pad=6 * dilation, dilation=dilation, groups=groups),
+            Snake1d(dim),
+            CausalConv1d(dim, dim, kernel_size=1, left_pad=0),
+        )
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        return x + self.block(x)
+
+
+def residual_stack(dim: int, groups: int) -> list[nn.Module]:
+    return [ResidualUnit(dim, dilation, groups) for dilation in (1, 3, 9)]
+
+
+class EncoderBlock(nn.Module):
+    """Three residual units then a strided causal conv that downsamples by `stride`, doubling width."""
+
+    def __init__(self, input_dim: int, output_dim: int, stride: int, groups: int, left_pad: int) -> None:
+        super().__init__()
+        self.block = nn.Sequential(
+            *residual_stack(input_dim, groups),
+            Snake1d(input_dim),
+            CausalConv1d(input_dim, output_dim, kernel_size=2 * stride, left_pad=left_pad, stride=stride),
+        )
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        return self.block(x)
+
+
+class DecoderBlock(nn.Module):
+    """Snake, causal transposed conv upsampling by `stride`, three residual units."""
+
+    def __init__(self, input_dim: int, output_dim: int, stride: int, groups: int) -> None:
+        super().__init__()
+        self.input_channels = input_dim
+        self.block = nn.Sequential(
+            Snake1d(input_dim),
+            CausalConvTranspose1d(input_dim, output_dim, stride, right_trim=stride),
+            *residual_stack(output_dim, groups),
+        )
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        return self.block(x)
+
+
+class SampleRateCondition(nn.Module):
+    """VoxCPM2 decoder conditioning on the requested output rate's bucket, applied before a block."""
+
+    COND_TYPES = ("scale_bias", "scale_bias_init", "add", "concat")
+
+    def __init__(self, dim: int, buckets: int, cond_type: str, cond_dim: int, out_layer: bool) -> None:
+        super().__init__()
+        if cond_type not in self.COND_TYPES:
+            raise ValueError(f"audio_vae_config.cond_type={cond_type!r}; allowed: {self.COND_TYPES}")
+        if cond_type == "concat" and not out_layer:
+            raise ValueError("audio_vae_config.cond_type='concat' needs cond_out_layer=true")
+        self.cond_type = cond_type
+        out_in_dim = dim
+        if cond_type in ("scale_bias", "scale_bias_init"):
+            self.scale_embed = nn.Embedding(buckets, dim)
+            self.bias_embed = nn.Embedding(buckets, dim)
+            nn.init.ones_(self.scale_embed.weight)
+            nn.init.zeros_(self.bias_embed.weight)
+        elif cond_type == "add":
+            self.cond_embed = nn.Embedding(buckets, dim)
+        else:
+            self.cond_embed = nn.Embedding(buckets, cond_dim)
+            out_in_dim = dim + cond_dim
+        self.out_layer = (
+            nn.Sequential(Snake1d(out_in_dim), CausalConv1d(out_in_dim, dim, kernel_size=1, left_pad=0))
+            if out_layer
+            else None
+        )
+
+    def forward(self, x: torch.Tensor, bucket: torch.Tensor) -> torch.Tensor:
+        if self.cond_type in ("scale_bias", "scale_bias_init"):
+            x = x * self.scale_embed(bucket).unsqueeze(-1) + self.bias_embed(bucket).unsqueeze(-1)
+        elif self.cond_type == "add":
+            x = x + self.cond_embed(bucket).unsqueeze(-1)
+        else:
+            cond = self.cond_embed(bucket).unsqueeze(-1).expand(-1, -1, x.shape[-1])
+            x = torch.cat([x, cond], dim=1)
+        return self.out_layer(x) if self.out_layer is not None else x
