@@ -1,0 +1,376 @@
+"""Model configuration parsed from a checkpoint's config.json.
+
+Two architectures share one config shape: "voxcpm2" (VoxCPM2, says so in its "architecture" key) and
+"voxcpm" (VoxCPM1.5 and VoxCPM-0.5B, which lack the key or say "voxcpm"). Defaults follow the
+reference package's config classes for each architecture, so a config.json that omits a key means
+what it means to the reference. The variant name is derived from fields, never from folder names.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+ARCHITECTURES = ("voxcpm2", "voxcpm")
+DTYPES = ("float32", "bfloat16", "float16")
+
+# Special text tokens the reference hard-codes (its config.json does not carry them).
+AUDIO_START_TOKEN = 101
+AUDIO_END_TOKEN = 102
+REF_AUDIO_START_TOKEN = 103
+REF_AUDIO_END_TOKEN = 104
+
+# AudioVAE defaults of the reference (AudioVAEConfig for "voxcpm", AudioVAEConfigV2 for "voxcpm2"),
+# used when config.json has no audio_vae_config or omits some of its keys.
+_AUDIO_VAE_DEFAULTS: dict[str, dict[str, Any]] = {
+    "voxcpm": {
+        "encoder_dim": 128,
+        "encoder_rates": [2, 5, 8, 8],
+        "latent_dim": 64,
+        "decoder_dim": 1536,
+        "decoder_rates": [8, 8, 5, 2],
+        "depthwise": True,
+        "sample_rate": 16000,
+        "use_noise_block": False,
+    },
+    "voxcpm2": {
+        "encoder_dim": 128,
+        "encoder_rates": [2, 5, 8, 8],
+        "latent_dim": 64,
+        "decoder_dim": 2048,
+        "decoder_rates": [8, 6, 5, 2, 2, 2],
+        "depthwise": True,
+        "sample_rate": 16000,
+        "out_sample_rate": 48000,
+        "use_noise_block": False,
+        "sr_bin_boundaries": [20000, 30000, 40000],
+        "cond_type": "scale_bias",
+        "cond_dim": 128,
+        "cond_out_layer": False,
+    },
+}
+
+# Top-level defaults that differ between the two reference config classes.
+_TOP_DEFAULTS: dict[str, dict[str, Any]] = {
+    "voxcpm": {"patch_size": 2, "residual_lm_num_layers": 6, "scalar_quantization_latent_dim": 256,
+               "max_length": 4096},
+    "voxcpm2": {"patch_size": 4, "residual_lm_num_layers": 8, "scalar_quantization_latent_dim": 512,
+                "max_length": 8192},
+}
+
+
+class ConfigError(ValueError):
+    """config.json is missing a required key or holds a value out of range."""
+
+
+def _require(section: dict[str, Any], key: str, where: str) -> Any:
+    if key not in section:
+        raise ConfigError(f"config.json: missing required key '{where}{key}'")
+    return section[key]
+
+
+def _positive_int(value: Any, name: str) -> int:
+    if isinstance(value, bool) or not isinstance(value, int) or value <= 0:
+        raise ConfigError(f"config.json: '{name}' must be a positive integer, got {value!r}")
+    return value
+
+
+@dataclass(frozen=True)
+class RopeScaling:
+    """LongRoPE parameters: per-frequency divisors for short and long contexts."""
+
+    type: str
+    long_factor: tuple[float, ...]
+    short_factor: tuple[float, ...]
+    original_max_position_embeddings: int
+
+
+@dataclass(frozen=True)
+class LMConfig:
+    """One MiniCPM-4 transformer stack (base LM, residual LM, LocEnc or LocDiT backbone)."""
+
+    hidden_size: int
+    intermediate_size: int
+    num_hidden_layers: int
+    num_attention_heads: int
+    num_key_value_heads: int
+    vocab_size: int
+    rms_norm_eps: float
+    rope_theta: float
+    rope_scaling: RopeScaling
+    max_position_embeddings: int
+    use_mup: bool
+    scale_emb: float
+    dim_model_base: int
+    scale_depth: float
+    bos_token_id: int
+    eos_token_id: int
+    kv_channels: int | None = None
+    no_rope: bool = False
+
+    @property
+    def head_dim(self) -> int:
+        return self.kv_channels if self.kv_channels else self.hidden_size // self.num_attention_heads
+
+    @property
+    def residual_scale(self) -> float:
+        """Multiplier of each sub-layer's output before the residual add (muP depth scaling)."""
+        return self.scale_depth / math.sqrt(self.num_hidden_layers) if self.use_mup else 1.0
+
+    @property
+    def embed_scale(self) -> float:
+        return self.scale_emb if self.use_mup else 1.0
+
+    def derive(self, **changes: Any) -> "LMConfig":
+        """A copy with some fields replaced (the reference derives LocEnc/LocDiT/residual LM this way)."""
+        values = {name: getattr(self, name) for name in self.__dataclass_fields__}
+        values.update(changes)
+        return LMConfig(**values)
+
+
+@dataclass(frozen=True)
+class LocalStackConfig:
+    """LocEnc or LocDiT sizes as written in encoder_config / dit_config."""
+
+    hidden_dim: int
+    ffn_dim: int
+    num_heads: int
+    num_layers: int
+    kv_channels: int | None = None
+
+
+@dataclass(frozen=True)
+class CfmConfig:
+    """Flow-matching settings; only sigma_min/solver/inference_cfg_rate matter at inference."""
+
+    sigma_min: float = 1e-6
+    solver: str = "euler"
+    t_scheduler: str = "log-norm"
+    training_cfg_rate: float = 0.1
+    inference_cfg_rate: float = 1.0
+    reg_loss_type: str = "l1"
+    ratio_r_neq_t_range: tuple[float, float] = (0.25, 0.75)
+    noise_cond_prob_range: tuple[float, float] = (0.0, 0.0)
+    noise_cond_scale: float = 0.0
+
+
+@dataclass(frozen=True)
+class ModelConfig:
+    architecture: str
+    variant: str
+    lm: LMConfig
+    patch_size: int
+    feat_dim: int
+    residual_lm_num_layers: int
+    residual_lm_no_rope: bool
+    scalar_quantization_latent_dim: int
+    scalar_quantization_scale: int
+    encoder: LocalStackConfig
+    dit: LocalStackConfig
+    dit_mean_mode: bool
+    cfm: CfmConfig
+    audio_vae: dict[str, Any]
+    max_length: int
+    dtype: str
+    raw: dict[str, Any] = field(repr=False, compare=False, default_factory=dict)
+    audio_start_token: int = AUDIO_START_TOKEN
+    audio_end_token: int = AUDIO_END_TOKEN
+    ref_audio_start_token: int = REF_AUDIO_START_TOKEN
+    ref_audio_end_token: int = REF_AUDIO_END_TOKEN
+
+    @property
+    def is_v2(self) -> bool:
+        return self.architecture == "voxcpm2"
+
+    @property
+    def sample_rate(self) -> int:
+        """Sample rate of the decoded (output) audio."""
+        return int(self.audio_vae.get("out_sample_rate", self.audio_vae["sample_rate"]))
+
+    @property
+    def encode_sample_rate(self) -> int:
+        """Sample rate the AudioVAE encoder expects for prompt audio."""
+        return int(self.audio_vae["sample_rate"])
+
+    @property
+    def encode_samples_per_patch(self) -> int:
+        return self.patch_size * math.prod(self.audio_vae["encoder_rates"])
+
+    @property
+    def samples_per_patch(self) -> int:
+        """Output samples per latent patch (the decoder's upsampling times the patch size)."""
+        return self.patch_size * math.prod(self.audio_vae["decoder_rates"])
+
+    @property
+    def residual_lm(self) -> LMConfig:
+        no_rope = self.residual_lm_no_rope if self.is_v2 else self.lm.no_rope
+        return self.lm.derive(num_hidden_layers=self.residual_lm_num_layers, vocab_size=0, no_rope=no_rope)
+
+    @property
+    def encoder_lm(self) -> LMConfig:
+        return self._local_lm(self.encoder)
+
+    @property
+    def dit_lm(self) -> LMConfig:
+        return self._local_lm(self.dit)
+
+    def _local_lm(self, sizes: LocalStackConfig) -> LMConfig:
+        return self.lm.derive(
+            hidden_size=sizes.hidden_dim,
+            intermediate_size=sizes.ffn_dim,
+            num_attention_heads=sizes.num_heads,
+            num_hidden_layers=sizes.num_layers,
+            kv_channels=sizes.kv_channels,
+            vocab_size=0,
+        )
+
+
+def detect_architecture(raw: dict[str, Any]) -> str:
+    arch = str(raw.get("architecture", "voxcpm")).lower()
+    if arch not in ARCHITECTURES:
+        raise ConfigError(f"config.json: 'architecture' must be one of {ARCHITECTURES}, got {arch!r}")
+    return arch
+
+
+def _variant(architecture: str, patch_size: int, sample_rate: int) -> str:
+    if architecture == "voxcpm2":
+        return "voxcpm2"
+    # VoxCPM-0.5B: 2-frame patches decoded at 16 kHz; VoxCPM1.5: 4-frame patches at 44.1 kHz.
+    return "voxcpm0.5b" if patch_size == 2 and sample_rate == 16000 else "voxcpm1.5"
+
+
+def _parse_lm(raw: dict[str, Any]) -> LMConfig:
+    where = "lm_config."
+    rope = _require(raw, "rope_scaling", where)
+    rope_where = where + "rope_scaling."
+    rope_scaling = RopeScaling(
+        type=str(_require(rope, "type", rope_where)),
+        long_factor=tuple(float(x) for x in _require(rope, "long_factor", rope_where)),
+        short_factor=tuple(float(x) for x in _require(rope, "short_factor", rope_where)),
+        original_max_position_embeddings=_positive_int(
+            _require(rope, "original_max_position_embeddings", rope_where),
+            rope_where + "original_max_position_embeddings",
+        ),
+    )
+    lm = LMConfig(
+        hidden_size=_positive_int(_require(raw, "hidden_size", where), where + "hidden_size"),
+        intermediate_size=_positive_int(_require(raw, "intermediate_size", where), where + "intermediate_size"),
+        num_hidden_layers=_positive_int(_require(raw, "num_hidden_layers", where), where + "num_hidden_layers"),
+        num_attention_heads=_positive_int(_require(raw, "num_attention_heads", where),
+                                          where + "num_attention_heads"),
+        num_key_value_heads=_positive_int(_require(raw, "num_key_value_heads", where),
+                                          where + "num_key_value_heads"),
+        vocab_size=int(_require(raw, "vocab_size", where)),
+        rms_norm_eps=float(_require(raw, "rms_norm_eps", where)),
+        rope_theta=float(_require(raw, "rope_theta", where)),
+        rope_scaling=rope_scaling,
+        max_position_embeddings=_positive_int(_require(raw, "max_position_embeddings", where),
+                                              where + "max_position_embeddings"),
+        use_mup=bool(raw.get("use_mup", True)),
+        scale_emb=float(_require(raw, "scale_emb", where)),
+        dim_model_base=int(_require(raw, "dim_model_base", where)),
+        scale_depth=float(_require(raw, "scale_depth", where)),
+        bos_token_id=int(_require(raw, "bos_token_id", where)),
+        eos_token_id=int(_require(raw, "eos_token_id", where)),
+        kv_channels=raw.get("kv_channels"),
+        no_rope=bool(raw.get("no_rope", False)),
+    )
+    if lm.num_attention_heads % lm.num_key_value_heads:
+        raise ConfigError(
+            f"config.json: lm_config.num_attention_heads ({lm.num_attention_heads}) must be a multiple of "
+            f"num_key_value_heads ({lm.num_key_value_heads})"
+        )
+    if len(rope_scaling.short_factor) != lm.head_dim // 2 or len(rope_scaling.long_factor) != lm.head_dim // 2:
+        raise ConfigError(
+            f"config.json: lm_config.rope_scaling short_factor/long_factor need head_dim/2 = {lm.head_dim // 2} "
+            f"entries, got {len(rope_scaling.short_factor)}/{len(rope_scaling.long_factor)}"
+        )
+    return lm
+
+
+def _parse_local(raw: dict[str, Any], where: str) -> LocalStackConfig:
+    defaults = LocalStackConfig(hidden_dim=1024, ffn_dim=4096, num_heads=16, num_layers=4)
+    return LocalStackConfig(
+        hidden_dim=_positive_int(raw.get("hidden_dim", defaults.hidden_dim), where + "hidden_dim"),
+        ffn_dim=_positive_int(raw.get("ffn_dim", defaults.ffn_dim), where + "ffn_dim"),
+        num_heads=_positive_int(raw.get("num_heads", defaults.num_heads), where + "num_heads"),
+        num_layers=_positive_int(raw.get("num_layers", defaults.num_layers), where + "num_layers"),
+        kv_channels=raw.get("kv_channels"),
+    )
+
+
+def _parse_cfm(raw: dict[str, Any]) -> CfmConfig:
+    known = {name: raw[name] for name in CfmConfig.__dataclass_fields__ if name in raw}
+    for name in ("ratio_r_neq_t_range", "noise_cond_prob_range"):
+        if name in known:
+            known[name] = tuple(known[name])
+    cfm = CfmConfig(**known)
+    if cfm.solver != "euler":
+        raise ConfigError(f"config.json: dit_config.cfm_config.solver must be 'euler', got {cfm.solver!r}")
+    return cfm
+
+
+def parse_config(raw: dict[str, Any]) -> ModelConfig:
+    """Build a ModelConfig from the parsed config.json dictionary."""
+    if not isinstance(raw, dict):
+        raise ConfigError(f"config.json must hold a JSON object, got {type(raw).__name__}")
+    arch = detect_architecture(raw)
+    top = {**_TOP_DEFAULTS[arch], **{k: raw[k] for k in _TOP_DEFAULTS[arch] if k in raw}}
+    lm = _parse_lm(_require(raw, "lm_config", ""))
+    dit_raw = _require(raw, "dit_config", "")
+    cfm_raw = _require(dit_raw, "cfm_config", "dit_config.")
+    # VoxCPM2 keeps the mean-mode switch inside dit_config, VoxCPM1.x at the top level.
+    mean_mode = bool(dit_raw.get("dit_mean_mode", False) if arch == "voxcpm2" else raw.get("dit_mean_mode", False))
+    audio_vae = {**_AUDIO_VAE_DEFAULTS[arch], **(raw.get("audio_vae_config") or {})}
+    dtype = str(raw.get("dtype", "bfloat16"))
+    if dtype not in DTYPES:
+        raise ConfigError(f"config.json: 'dtype' must be one of {DTYPES}, got {dtype!r}")
+    patch_size = _positive_int(top["patch_size"], "patch_size")
+    feat_dim = _positive_int(raw.get("feat_dim", 64), "feat_dim")
+    if audio_vae["latent_dim"] != feat_dim:
+        raise ConfigError(
+            f"config.json: audio_vae_config.latent_dim ({audio_vae['latent_dim']}) must equal feat_dim ({feat_dim})"
+        )
+    sample_rate = int(audio_vae.get("out_sample_rate", audio_vae["sample_rate"]))
+    config = ModelConfig(
+        architecture=arch,
+        variant=_variant(arch, patch_size, sample_rate),
+        lm=lm,
+        patch_size=patch_size,
+        feat_dim=feat_dim,
+        residual_lm_num_layers=_positive_int(top["residual_lm_num_layers"], "residual_lm_num_layers"),
+        residual_lm_no_rope=bool(raw.get("residual_lm_no_rope", False)),
+        scalar_quantization_latent_dim=_positive_int(top["scalar_quantization_latent_dim"],
+                                                     "scalar_quantization_latent_dim"),
+        scalar_quantization_scale=_positive_int(raw.get("scalar_quantization_scale", 9), "scalar_quantization_scale"),
+        encoder=_parse_local(_require(raw, "encoder_config", ""), "encoder_config."),
+        dit=_parse_local(dit_raw, "dit_config."),
+        dit_mean_mode=mean_mode,
+        cfm=_parse_cfm(cfm_raw),
+        audio_vae=audio_vae,
+        max_length=_positive_int(top["max_length"], "max_length"),
+        dtype=dtype,
+        raw=raw,
+    )
+    if config.lm.vocab_size <= max(REF_AUDIO_END_TOKEN, AUDIO_START_TOKEN):
+        raise ConfigError(
+            f"config.json: lm_config.vocab_size ({config.lm.vocab_size}) must exceed the special token ids "
+            f"({AUDIO_START_TOKEN}-{REF_AUDIO_END_TOKEN})"
+        )
+    return config
+
+
+def load_config(folder: str | Path) -> ModelConfig:
+    """Read and parse `<folder>/config.json`."""
+    path = Path(folder) / "config.json"
+    if not path.is_file():
+        raise ConfigError(f"no config.json in checkpoint folder {str(folder)!r}")
+    with path.open("r", encoding="utf-8") as handle:
+        try:
+            raw = json.load(handle)
+        except json.JSONDecodeError as exc:
+            raise ConfigError(f"{path}: not valid JSON ({exc})") from exc
+    return parse_config(raw)

@@ -1,0 +1,1 @@
+"""Continuous-batching generation engine: requests, per-slot KV cache, scheduler, runner."""

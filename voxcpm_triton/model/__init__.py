@@ -1,0 +1,1 @@
+"""VoxCPM model modules (LMs, LocEnc, LocDiT, flow matching, FSQ) without the AudioVAE."""

@@ -1,0 +1,77 @@
+"""Flow-matching sampler: Euler integration from noise (t=1) to data (t=0) with classifier-free
+guidance and CFG-zero-star (the first steps' velocity is zero, and the unconditional branch is
+rescaled by its optimal projection onto the conditional one).
+"""
+
+from __future__ import annotations
+
+import torch
+import torch.nn as nn
+
+from voxcpm_triton.model.local_dit import LocalDiT
+
+SWAY_SAMPLING_COEF = 1.0
+ZERO_INIT_FRACTION = 0.04
+
+
+def euler_schedule(n_timesteps: int, dtype: torch.dtype, device: torch.device | str) -> tuple[torch.Tensor, torch.Tensor]:
+    """Times t_k and step sizes dt_k ([n_timesteps] each) in `dtype`.
+
+    Built with the reference's arithmetic (sway-sampled span, t advanced by subtracting dt) so that
+    low-precision runs round the same way.
+    """
+    if n_timesteps < 1:
+        raise ValueError(f"inference timesteps must be >= 1, got {n_timesteps}")
+    span = torch.linspace(1, 0, n_timesteps + 1, device=device, dtype=dtype)
+    span = span + SWAY_SAMPLING_COEF * (torch.cos(torch.pi / 2 * span) - 1 + span)
+    times, steps = [], []
+    t, dt = span[0], span[0] - span[1]
+    for step in range(1, n_timesteps + 1):
+        times.append(t)
+        steps.append(dt)
+        t = t - dt
+        if step < n_timesteps:
+            dt = t - span[step + 1]
+    return torch.stack(times), torch.stack(steps)
+
+
+def zero_init_steps(n_timesteps: int) -> int:
+    return max(1, int((n_timesteps + 1) * ZERO_INIT_FRACTION))
+
+
+def cfg_zero_star(conditional: torch.Tensor, unconditional: torch.Tensor, cfg_value: torch.Tensor) -> torch.Tensor:
+    """Guided velocity; tensors [N, ...], cfg_value broadcastable ([N, 1, 1])."""
+    flat_c = conditional.reshape(conditional.shape[0], -1)
+    flat_u = unconditional.reshape(unconditional.shape[0], -1)
+    scale = (flat_c * flat_u).sum(dim=1, keepdim=True) / ((flat_u ** 2).sum(dim=1, keepdim=True) + 1e-8)
+    scale = scale.view(-1, *([1] * (conditional.dim() - 1)))
+    return unconditional * scale + cfg_value * (conditional - unconditional * scale)
+
+
+class FlowMatching(nn.Module):
+    """Holds the LocDiT estimator (checkpoint prefix `feat_decoder.estimator.`)."""
+
+    def __init__(self, estimator: LocalDiT, mean_mode: bool):
+        super().__init__()
+        self.estimator = estimator
+        self.mean_mode = mean_mode
+
+    def sample(self, noise: torch.Tensor, mu: torch.Tensor, cond: torch.Tensor, n_timesteps: int,
+               cfg_value: torch.Tensor) -> torch.Tensor:
+        """noise [N, P, D], mu [N, mu_width], cond [N, Pc, D], cfg_value [N] -> patch [N, P, D].
+
+        Both guidance branches run as one estimator batch of 2N (conditional rows first, then the
+        same rows with mu zeroed).
+        """
+        times, steps = euler_schedule(n_timesteps, mu.dtype, mu.device)
+        batch = noise.shape[0]
+        x = noise
+        mu_in = torch.cat((mu, torch.zeros_like(mu)), dim=0)
+        cond_in = torch.cat((cond, cond), dim=0)
+        guidance = cfg_value.to(mu.dtype).view(batch, 1, 1)
+        for step in range(zero_init_steps(n_timesteps), n_timesteps):
+            t_in = times[step].expand(2 * batch)
+            dt_in = steps[step].expand(2 * batch) if self.mean_mode else torch.zeros_like(t_in)
+            velocity = self.estimator(torch.cat((x, x), dim=0), mu_in, t_in, cond_in, dt_in)
+            x = x - steps[step] * cfg_zero_star(velocity[:batch], velocity[batch:], guidance)
+        return x

@@ -1,0 +1,206 @@
+"""MiniCPM-4 transformer stack: the base LM, the residual LM and the backbones of LocEnc and LocDiT.
+
+Two entry points per stack: `forward` runs whole sequences (prefill, LocEnc, LocDiT), `decode`
+advances a batch of streams by one token against a per-slot KV cache, each stream at its own
+position. Numerics follow the reference: RMSNorm statistics and RoPE rotation in float32, then back
+to the weights' dtype.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+
+import torch
+import torch.nn as nn
+import torch.nn.functional as F
+
+from voxcpm_triton.config import LMConfig
+
+
+def rms_norm(hidden: torch.Tensor, weight: torch.Tensor, eps: float) -> torch.Tensor:
+    variance = hidden.to(torch.float32).pow(2).mean(dim=-1, keepdim=True)
+    return (hidden * torch.rsqrt(variance + eps)).to(hidden.dtype) * weight
+
+
+class RMSNorm(nn.Module):
+    def __init__(self, hidden_size: int, eps: float):
+        super().__init__()
+        self.weight = nn.Parameter(torch.ones(hidden_size))
+        self.eps = eps
+
+    def forward(self, hidden: torch.Tensor) -> torch.Tensor:
+        return rms_norm(hidden, self.weight, self.eps)
+
+
+class LongRoPE(nn.Module):
+    """Rotary tables with LongRoPE frequency divisors and attention scaling.
+
+    The reference picks the long or short divisors once, from max_position_embeddings, so every
+    position uses the same set; tables are built for `max_positions` rows only (entries do not
+    depend on the table length).
+    """
+
+    def __init__(self, config: LMConfig, max_positions: int):
+        super().__init__()
+        dim = config.head_dim
+        scaling = config.rope_scaling
+        original = scaling.original_max_position_embeddings
+        scale = config.max_position_embeddings / original
+        attention_factor = math.sqrt(1 + math.log(scale) / math.log(original))
+        divisors = scaling.long_factor if config.max_position_embeddings > original else scaling.short_factor
+        inv_freq = 1.0 / (config.rope_theta ** (torch.arange(0, dim, 2).float() / dim))
+        positions = torch.arange(max_positions, dtype=torch.float32)
+        freqs = torch.outer(positions, 1.0 / torch.tensor(divisors, dtype=torch.float32)) * inv_freq
+        angles = torch.cat((freqs, freqs), dim=-1)
+        self.register_buffer("cos_table", angles.cos() * attention_factor, persistent=False)
+        self.register_buffer("sin_table", angles.sin() * attention_factor, persistent=False)
+
+    def forward(self, positions: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
+        return self.cos_table[positions], self.sin_table[positions]
+
+
+def apply_rope(x: torch.Tensor, cos: torch.Tensor, sin: torch.Tensor) -> torch.Tensor:
+    """Rotate `x` [..., head_dim] by tables broadcastable to it; math in float32."""
+    x32 = x.to(torch.float32)
+    first, second = x32.chunk(2, dim=-1)
+    rotated = torch.cat((-second, first), dim=-1)
+    return (x32 * cos + rotated * sin).to(x.dtype)
+
+
+@dataclass
+class DecodeSlots:
+    """Where each row of a decode batch lives in the KV cache.
+
+    slots/positions: LongTensor[B] on the device; positions is the index the new token is written
+    to, so each stream attends to cache rows [0, positions]. `span` (host int) is max(positions) + 1,
+    the only cache length the batch needs to read.
+    """
+
+    slots: torch.Tensor
+    positions: torch.Tensor
+    span: int
+
+
+class Attention(nn.Module):
+    def __init__(self, config: LMConfig):
+        super().__init__()
+        self.num_heads = config.num_attention_heads
+        self.num_kv_heads = config.num_key_value_heads
+        self.head_dim = config.head_dim
+        self.q_proj = nn.Linear(config.hidden_size, self.num_heads * self.head_dim, bias=False)
+        self.k_proj = nn.Linear(config.hidden_size, self.num_kv_heads * self.head_dim, bias=False)
+        self.v_proj = nn.Linear(config.hidden_size, self.num_kv_heads * self.head_dim, bias=False)
+        self.o_proj = nn.Linear(self.num_heads * self.head_dim, config.hidden_size, bias=False)
+
+    def _project(self, x: torch.Tensor, rope: tuple[torch.Tensor, torch.Tensor] | None):
+        """x [..., T, hidden] -> q [..., Hq, T, d], k/v [..., Hkv, T, d] with RoPE applied."""
+        *lead, length, _ = x.shape
+        q = self.q_proj(x).view(*lead, length, self.num_heads, self.head_dim).transpose(-3, -2)
+        k = self.k_proj(x).view(*lead, length, self.num_kv_heads, self.head_dim).transpose(-3, -2)
+        v = self.v_proj(x).view(*lead, length, self.num_kv_heads, self.head_dim).transpose(-3, -2)
+        if rope is not None:
+            cos, sin = rope
+            q, k = apply_rope(q, cos, sin), apply_rope(k, cos, sin)
+        return q, k, v
+
+    def forward(
+        self, x: torch.Tensor, rope: tuple[torch.Tensor, torch.Tensor] | None, causal: bool
+    ) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
+        """x [B, T, hidden] -> (out [B, T, hidden], k, v [B, Hkv, T, d])."""
+        batch, length, _ = x.shape
+        q, k, v = self._project(x, rope)
+        out = F.scaled_dot_product_attention(q, k, v, is_causal=causal, enable_gqa=True)
+        out = out.transpose(1, 2).reshape(batch, length, self.num_heads * self.head_dim)
+        return self.o_proj(out), k, v
+
+    def decode(
+        self,
+        x: torch.Tensor,
+        rope: tuple[torch.Tensor, torch.Tensor] | None,
+        k_cache: torch.Tensor,
+        v_cache: torch.Tensor,
+        where: DecodeSlots,
+    ) -> torch.Tensor:
+        """x [B, hidden]; caches [slots, Hkv, max_context, d]. Writes this token's K/V, attends to
+        each stream's live prefix only (rows beyond a stream's position are masked)."""
+        batch = x.shape[0]
+        q, k, v = self._project(x.unsqueeze(1), rope)  # q [B, Hq, 1, d], k/v [B, Hkv, 1, d]
+        k_cache[where.slots, :, where.positions] = k[:, :, 0]
+        v_cache[where.slots, :, where.positions] = v[:, :, 0]
+        keys = k_cache[where.slots, :, : where.span]
+        values = v_cache[where.slots, :, : where.span]
+        live = torch.arange(where.span, device=x.device).unsqueeze(0) <= where.positions.unsqueeze(1)
+        out = F.scaled_dot_product_attention(q, keys, values, attn_mask=live[:, None, None, :], enable_gqa=True)
+        return self.o_proj(out.reshape(batch, self.num_heads * self.head_dim))
+
+
+class MLP(nn.Module):
+    def __init__(self, config: LMConfig):
+        super().__init__()
+        self.gate_proj = nn.Linear(config.hidden_size, config.intermediate_size, bias=False)
+        self.up_proj = nn.Linear(config.hidden_size, config.intermediate_size, bias=False)
+        self.down_proj = nn.Linear(config.intermediate_size, config.hidden_size, bias=False)
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        return self.down_proj(F.silu(self.gate_proj(x)) * self.up_proj(x))
+
+
+class DecoderLayer(nn.Module):
+    def __init__(self, config: LMConfig):
+        super().__init__()
+        self.self_attn = Attention(config)
+        self.mlp = MLP(config)
+        self.input_layernorm = RMSNorm(config.hidden_size, config.rms_norm_eps)
+        self.post_attention_layernorm = RMSNorm(config.hidden_size, config.rms_norm_eps)
+        self.residual_scale = config.residual_scale
+
+    def _add(self, residual: torch.Tensor, update: torch.Tensor) -> torch.Tensor:
+        if self.residual_scale == 1.0:
+            return residual + update
+        return residual + update * self.residual_scale
+
+    def forward(self, x: torch.Tensor, rope, causal: bool) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
+        attn, k, v = self.self_attn(self.input_layernorm(x), rope, causal)
+        x = self._add(x, attn)
+        x = self._add(x, self.mlp(self.post_attention_layernorm(x)))
+        return x, k, v
+
+    def decode(self, x: torch.Tensor, rope, k_cache: torch.Tensor, v_cache: torch.Tensor,
+               where: DecodeSlots) -> torch.Tensor:
+        x = self._add(x, self.self_attn.decode(self.input_layernorm(x), rope, k_cache, v_cache, where))
+        return self._add(x, self.mlp(self.post_attention_layernorm(x)))
+
+
+class MiniCPMModel(nn.Module):
+    """Embedding (when vocab_size > 0), decoder layers, final norm, optional LongRoPE."""
+
+    def __init__(self, config: LMConfig, max_positions: int):
+        super().__init__()
+        self.config = config
+        if config.vocab_size > 0:
+            self.embed_tokens = nn.Embedding(config.vocab_size, config.hidden_size)
+        self.layers = nn.ModuleList(DecoderLayer(config) for _ in range(config.num_hidden_layers))
+        self.norm = RMSNorm(config.hidden_size, config.rms_norm_eps)
+        self.rope = None if config.no_rope else LongRoPE(config, max_positions)
+
+    def forward(self, x: torch.Tensor, causal: bool) -> tuple[torch.Tensor, list[tuple[torch.Tensor, torch.Tensor]]]:
+        """x [B, T, hidden] -> (normed hidden [B, T, hidden], per-layer (k, v) [B, Hkv, T, d])."""
+        rope = None
+        if self.rope is not None:
+            rope = self.rope(torch.arange(x.shape[1], device=x.device))
+        kv = []
+        for layer in self.layers:
+            x, k, v = layer(x, rope, causal)
+            kv.append((k, v))
+        return self.norm(x), kv
+
+    def decode(self, x: torch.Tensor, k_cache: torch.Tensor, v_cache: torch.Tensor, where: DecodeSlots) -> torch.Tensor:
+        """x [B, hidden]; caches [layers, slots, Hkv, max_context, d] -> normed hidden [B, hidden]."""
+        rope = None
+        if self.rope is not None:
+            cos, sin = self.rope(where.positions)
+            rope = (cos[:, None, None, :], sin[:, None, None, :])
+        for index, layer in enumerate(self.layers):
+            x = layer.decode(x, rope, k_cache[index], v_cache[index], where)
+        return self.norm(x)
