@@ -355,6 +355,12 @@ def parse_config(raw: dict[str, Any]) -> ModelConfig:
         dtype=dtype,
         raw=raw,
     )
+    for name, sizes in (("encoder_config", config.encoder), ("dit_config", config.dit)):
+        if sizes.num_heads % lm.num_key_value_heads:
+            raise ConfigError(
+                f"config.json: {name}.num_heads ({sizes.num_heads}) must be a multiple of "
+                f"lm_config.num_key_value_heads ({lm.num_key_value_heads}), which LocEnc/LocDiT inherit"
+            )
     if config.lm.vocab_size <= max(REF_AUDIO_END_TOKEN, AUDIO_START_TOKEN):
         raise ConfigError(
             f"config.json: lm_config.vocab_size ({config.lm.vocab_size}) must exceed the special token ids "

@@ -42,8 +42,8 @@ def tiny_config_dict(variant: str) -> dict[str, Any]:
         "scale_depth": 1.4,
         "kv_channels": HEAD_DIM,
     }
-    encoder = {"hidden_dim": 48, "ffn_dim": 96, "num_heads": 3, "num_layers": 1, "kv_channels": HEAD_DIM}
-    dit = {"hidden_dim": 48, "ffn_dim": 96, "num_heads": 3, "num_layers": 2, "kv_channels": HEAD_DIM,
+    encoder = {"hidden_dim": 48, "ffn_dim": 96, "num_heads": 4, "num_layers": 1, "kv_channels": HEAD_DIM}
+    dit = {"hidden_dim": 48, "ffn_dim": 96, "num_heads": 4, "num_layers": 2, "kv_channels": HEAD_DIM,
            "cfm_config": {"sigma_min": 1e-6, "solver": "euler", "t_scheduler": "log-norm",
                           "inference_cfg_rate": 2.0}}
     common = {"lm_config": lm, "feat_dim": 8, "scalar_quantization_scale": 9, "encoder_config": encoder,
