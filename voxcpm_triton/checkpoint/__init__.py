@@ -1,0 +1,1 @@
+"""Checkpoint folders in the official layout: strict loading and a generator of random ones."""

@@ -1,0 +1,76 @@
+"""The checkpoint's text tokenizer, loaded from tokenizer.json with the `tokenizers` library.
+
+Ids equal the reference's: LlamaTokenizerFast.tokenize (no special tokens added), then every token
+that is a multi-character run of CJK ideographs in the vocabulary (after dropping the "▁" word
+marker) is split into its single characters, and tokens map to ids with unknown ones -> unk id.
+The reference does this so that Chinese is read one character per token.
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+from tokenizers import Tokenizer
+
+_WORD_MARKER = "\u2581"
+
+
+def _is_cjk_run(token: str) -> bool:
+    return len(token) >= 2 and all("\u4e00" <= ch <= "\u9fff" for ch in token)
+
+
+def _token_content(value: object) -> str | None:
+    if isinstance(value, dict):
+        return value.get("content")
+    return value if isinstance(value, str) else None
+
+
+class TextTokenizer:
+    def __init__(self, tokenizer: Tokenizer, unk_token: str | None = "<unk>") -> None:
+        self._tokenizer = tokenizer
+        vocab = tokenizer.get_vocab(with_added_tokens=True)
+        self._multichar = frozenset(token for token in vocab if _is_cjk_run(token))
+        self.unk_id = tokenizer.token_to_id(unk_token) if unk_token is not None else None
+        self.vocab_size = tokenizer.get_vocab_size(with_added_tokens=True)
+
+    @classmethod
+    def from_folder(cls, folder: str | Path) -> "TextTokenizer":
+        folder = Path(folder)
+        path = folder / "tokenizer.json"
+        if not path.is_file():
+            raise FileNotFoundError(f"no tokenizer.json in checkpoint folder {str(folder)!r}")
+        # LlamaTokenizerFast's unk token defaults to "<unk>" unless tokenizer_config.json names one.
+        unk_token: str | None = "<unk>"
+        config_path = folder / "tokenizer_config.json"
+        if config_path.is_file():
+            config = json.loads(config_path.read_text(encoding="utf-8"))
+            if "unk_token" in config:
+                unk_token = _token_content(config["unk_token"])
+        return cls(Tokenizer.from_file(str(path)), unk_token)
+
+    def tokenize(self, text: str) -> list[str]:
+        tokens = self._tokenizer.encode(text, add_special_tokens=False).tokens
+        pieces: list[str] = []
+        for token in tokens:
+            bare = token.replace(_WORD_MARKER, "")
+            if bare in self._multichar:
+                pieces.extend(bare)
+            else:
+                pieces.append(token)
+        return pieces
+
+    def encode(self, text: str) -> list[int]:
+        if not isinstance(text, str):
+            raise TypeError(f"text must be a str, got {type(text).__name__}")
+        ids: list[int] = []
+        for token in self.tokenize(text):
+            token_id = self._tokenizer.token_to_id(token)
+            if token_id is None:
+                if self.unk_id is None:
+                    raise ValueError(f"token {token!r} is not in the vocabulary and the tokenizer has no unk token")
+                token_id = self.unk_id
+            ids.append(token_id)
+        return ids
+
+    __call__ = encode
