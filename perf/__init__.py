@@ -1,0 +1,1 @@
+"""Benchmarks: streaming load harness, in-process engine bench, baselines, campaign scripts."""

@@ -1,0 +1,1 @@
+"""Side-by-side baselines: the reference `voxcpm` package and Nano-vLLM-VoxCPM."""

@@ -1,0 +1,151 @@
+"""Merge per-system sweep JSONs into one Markdown report and one PNG (all systems on each plot).
+
+    python -m perf.report OUT_DIR ours_inprocess.json ours_triton.json reference.json nanovllm.json
+
+Writes OUT_DIR/summary.md, OUT_DIR/summary.json and OUT_DIR/plots.png (plots need matplotlib; the
+Markdown does not). Ratios compare the first system ("ours") with each of the others at each
+concurrency: throughput ratio = ours / theirs (higher is better), first-audio ratio = ours / theirs
+(lower is better).
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+from pathlib import Path
+from typing import Optional, Sequence
+
+METRIC_COLUMNS = (
+    ("first_audio_ms_p50", "first audio p50 ms", "{:.1f}"),
+    ("first_audio_ms_p90", "p90 ms", "{:.1f}"),
+    ("first_audio_ms_p99", "p99 ms", "{:.1f}"),
+    ("rtf_p50", "RTF p50", "{:.3f}"),
+    ("wall_over_audio_p50", "wall/audio p50", "{:.3f}"),
+    ("throughput_audio_s_per_s", "audio s/s", "{:.1f}"),
+    ("audio_s_per_request_min", "audio s/req min", "{:.2f}"),
+    ("gpu_memory_used_mib", "GPU MiB", "{:.0f}"),
+    ("failed", "failed", "{}"),
+)
+
+
+def load_results(paths: Sequence[Path]) -> list[dict]:
+    results = []
+    for path in paths:
+        data = json.loads(Path(path).read_text())
+        if "system" not in data or "levels" not in data:
+            raise ValueError(f"{path} is not a sweep result (needs 'system' and 'levels')")
+        results.append(data)
+    return results
+
+
+def _fmt(value, pattern: str) -> str:
+    if value is None:
+        return "-"
+    return pattern.format(value)
+
+
+def system_table(result: dict) -> str:
+    header = ["concurrency", "requests"] + [title for _, title, _ in METRIC_COLUMNS]
+    lines = ["| " + " | ".join(header) + " |", "|" + "---|" * len(header)]
+    for level in result["levels"]:
+        cells = [str(level["concurrency"]), str(level["requests"])]
+        cells += [_fmt(level.get(key), pattern) for key, _, pattern in METRIC_COLUMNS]
+        lines.append("| " + " | ".join(cells) + " |")
+    if result.get("skipped_levels"):
+        lines.append(f"\nSkipped (time box): {', '.join(map(str, result['skipped_levels']))}")
+    return "\n".join(lines)
+
+
+def _by_concurrency(result: dict) -> dict[int, dict]:
+    return {level["concurrency"]: level for level in result["levels"]}
+
+
+def ratio(ours: Optional[float], theirs: Optional[float]) -> Optional[float]:
+    if ours is None or theirs is None or theirs == 0:
+        return None
+    return ours / theirs
+
+
+def ratio_table(ours: dict, others: Sequence[dict]) -> str:
+    header = ["concurrency"]
+    for other in others:
+        header += [f"throughput x vs {other['system']}", f"first audio x vs {other['system']}"]
+    lines = ["| " + " | ".join(header) + " |", "|" + "---|" * len(header)]
+    mine = _by_concurrency(ours)
+    for concurrency in sorted(mine):
+        cells = [str(concurrency)]
+        for other in others:
+            theirs = _by_concurrency(other).get(concurrency, {})
+            cells.append(_fmt(ratio(mine[concurrency].get("throughput_audio_s_per_s"),
+                                    theirs.get("throughput_audio_s_per_s")), "{:.2f}"))
+            cells.append(_fmt(ratio(mine[concurrency].get("first_audio_ms_p50"),
+                                    theirs.get("first_audio_ms_p50")), "{:.2f}"))
+        lines.append("| " + " | ".join(cells) + " |")
+    return "\n".join(lines)
+
+
+def render_markdown(results: Sequence[dict]) -> str:
+    parts = ["# Streaming benchmark", ""]
+    for result in results:
+        meta = result.get("meta", {})
+        parts += [f"## {result['system']}", "",
+                  f"date {meta.get('date_utc')}, host {meta.get('host')}, commit {meta.get('git_commit')}, "
+                  f"sample rate {result.get('sample_rate')}, {meta.get('rounds', 1)} request(s) per client"
+                  + (f", {meta['notes']}" if meta.get("notes") else ""), "",
+                  system_table(result), ""]
+    if len(results) > 1:
+        parts += [f"## Ratios: {results[0]['system']} against each other system",
+                  "(throughput: higher is better; first audio: lower is better)", "",
+                  ratio_table(results[0], results[1:]), ""]
+    return "\n".join(parts)
+
+
+def plot(results: Sequence[dict], path: Path) -> bool:
+    """One PNG, three panels (first audio p50, RTF p50, throughput) against concurrency."""
+    try:
+        import matplotlib
+
+        matplotlib.use("Agg")
+        import matplotlib.pyplot as plt
+    except ImportError:
+        return False
+    panels = (("first_audio_ms_p50", "first audio p50 (ms)"), ("rtf_p50", "RTF p50 ((wall-first)/audio)"),
+              ("throughput_audio_s_per_s", "throughput (audio s per s)"))
+    fig, axes = plt.subplots(1, len(panels), figsize=(6 * len(panels), 4.5))
+    for axis, (key, label) in zip(axes, panels):
+        for result in results:
+            points = [(lv["concurrency"], lv[key]) for lv in result["levels"] if lv.get(key) is not None]
+            if points:
+                axis.plot(*zip(*points), marker="o", label=result["system"])
+        axis.set_xscale("log", base=2)
+        axis.set_yscale("log")
+        axis.set_xlabel("concurrent streams")
+        axis.set_ylabel(label)
+        axis.grid(True, which="both", alpha=0.3)
+    axes[0].legend()
+    fig.tight_layout()
+    fig.savefig(path, dpi=110)
+    plt.close(fig)
+    return True
+
+
+def main(argv: Optional[Sequence[str]] = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("out_dir", type=Path)
+    parser.add_argument("results", type=Path, nargs="+", help="sweep JSONs; the first is 'ours'")
+    args = parser.parse_args(argv)
+    existing = [p for p in args.results if p.is_file()]
+    if not existing:
+        parser.error("none of the result files exist")
+    results = load_results(existing)
+    args.out_dir.mkdir(parents=True, exist_ok=True)
+    (args.out_dir / "summary.md").write_text(render_markdown(results))
+    (args.out_dir / "summary.json").write_text(json.dumps(results, indent=1))
+    plotted = plot(results, args.out_dir / "plots.png")
+    print(render_markdown(results))
+    print(f"plots: {'written' if plotted else 'skipped (no matplotlib)'}")
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

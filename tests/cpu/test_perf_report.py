@@ -1,0 +1,66 @@
+"""Report rendering: per-system tables, ratios against baselines, the sweep's JSON and time box."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+
+from perf.report import main as report_main
+from perf.report import ratio, render_markdown
+from perf.stream_metrics import StreamRecord
+from perf.sweep import parse_levels, run_sweep
+
+RATE = 16000
+
+
+def fake_level(step_s: float):
+    """A system whose streams take `step_s` per patch-sized chunk, 10 chunks each."""
+
+    def run_level(concurrency: int, rounds: int, first_index: int) -> list[StreamRecord]:
+        records = []
+        for i in range(concurrency * rounds):
+            r = StreamRecord(f"req{first_index + i}", sent_at=0.0)
+            for k in range(10):
+                r.add_chunk(1600, step_s * (k + 1) * concurrency)
+            r.finished_at = step_s * 10 * concurrency
+            records.append(r)
+        return records
+
+    return run_level
+
+
+def test_sweep_writes_levels_and_respects_budget(tmp_path):
+    out = tmp_path / "fast.json"
+    result = run_sweep("fast", fake_level(0.01), RATE, [1, 2, 4], out, warmup=1, meta={"notes": "x"})
+    assert [lv["concurrency"] for lv in result["levels"]] == [1, 2, 4]
+    assert json.loads(out.read_text())["levels"][2]["requests"] == 4
+    skipped = run_sweep("slow", fake_level(0.01), RATE, [1, 2], tmp_path / "s.json", warmup=0, budget_s=-1)
+    assert skipped["levels"] == [] and skipped["skipped_levels"] == [1, 2]
+
+
+def test_markdown_has_every_system_and_ratios(tmp_path):
+    a = run_sweep("ours", fake_level(0.01), RATE, [1, 4], tmp_path / "a.json", warmup=0)
+    b = run_sweep("peer", fake_level(0.04), RATE, [1, 4], tmp_path / "b.json", warmup=0)
+    text = render_markdown([a, b])
+    assert "## ours" in text and "## peer" in text
+    assert "throughput x vs peer" in text
+    # ours streams 4x faster: 4x the throughput, a quarter of the first-audio time
+    row_c4 = [line for line in text.splitlines() if line.startswith("| 4 |") and line.count("|") == 4][0]
+    assert row_c4.split("|")[2].strip() == "4.00" and row_c4.split("|")[3].strip() == "0.25"
+
+
+def test_ratio_handles_missing():
+    assert ratio(None, 1.0) is None and ratio(1.0, 0.0) is None and ratio(2.0, 4.0) == 0.5
+
+
+def test_report_cli_writes_summary(tmp_path):
+    run_sweep("ours", fake_level(0.01), RATE, [1], tmp_path / "a.json", warmup=0)
+    assert report_main([str(tmp_path / "rep"), str(tmp_path / "a.json"), str(tmp_path / "missing.json")]) == 0
+    assert "## ours" in (tmp_path / "rep" / "summary.md").read_text()
+
+
+def test_parse_levels_validates():
+    assert parse_levels("1,4,16") == [1, 4, 16]
+    with pytest.raises(Exception, match="integers"):
+        parse_levels("1,0")
