@@ -1,0 +1,87 @@
+"""CLI: python -m client "Text to speak" -o out.wav [--prompt-wav ref.wav --prompt-text "..."]
+[--voice-id NAME] [--register-only] [--seed N] ...
+
+Streams the audio from the server's `voxcpm` model into a WAV file, printing progress, the latency
+of the first chunk and the real-time factor. Ctrl-C cancels the request on the server."""
+
+from __future__ import annotations
+
+import argparse
+import sys
+
+import numpy as np
+import soundfile
+
+from client.streaming import StreamStats, VoxCPMClient, VoxCPMError
+
+
+def parse_args(argv: list[str] | None) -> argparse.Namespace:
+    parser = argparse.ArgumentParser(prog="python -m client", description=__doc__.splitlines()[0])
+    parser.add_argument("text", help="text to speak")
+    parser.add_argument("-o", "--output", default="out.wav", help="WAV file to write (default out.wav)")
+    parser.add_argument("--url", default="127.0.0.1:8001", help="tritonserver gRPC address")
+    parser.add_argument("--prompt-wav", help="reference voice recording (any rate soundfile reads; mono or first channel)")
+    parser.add_argument("--prompt-text", help="transcript of --prompt-wav (continuation mode)")
+    parser.add_argument("--voice-id", help="register the --prompt-wav voice under this name, or use a registered one")
+    parser.add_argument("--register-only", action="store_true", help="only register --voice-id from --prompt-wav")
+    parser.add_argument("--cfg-value", type=float, help="classifier-free guidance (server default 2.0)")
+    parser.add_argument("--timesteps", type=int, help="flow-matching timesteps (server default 10)")
+    parser.add_argument("--max-seconds", type=float, help="stop after this much audio")
+    parser.add_argument("--seed", type=int, help="noise seed; the same seed gives the same audio")
+    return parser.parse_args(argv)
+
+
+def main(argv: list[str] | None = None) -> int:
+    args = parse_args(argv)
+    client = VoxCPMClient(args.url)
+    prompt_audio = prompt_rate = None
+    if args.prompt_wav:
+        prompt_audio, prompt_rate = soundfile.read(args.prompt_wav, dtype="float32", always_2d=True)
+        prompt_audio = prompt_audio[:, 0]
+    try:
+        if args.register_only:
+            if prompt_audio is None or not args.voice_id:
+                print("--register-only needs --voice-id and --prompt-wav", file=sys.stderr)
+                return 2
+            client.register_voice(args.voice_id, prompt_audio, prompt_rate, args.prompt_text)
+            print(f"registered voice {args.voice_id!r}")
+            return 0
+        stats = StreamStats()
+        chunks = []
+        for chunk in client.stream(
+            args.text,
+            stats,
+            prompt_audio=prompt_audio,
+            prompt_sample_rate=prompt_rate,
+            prompt_text=args.prompt_text,
+            voice_id=args.voice_id,
+            cfg_value=args.cfg_value,
+            timesteps=args.timesteps,
+            max_seconds=args.max_seconds,
+            seed=args.seed,
+        ):
+            chunks.append(chunk)
+            if stats.chunks == 1:
+                print(f"first chunk after {stats.first_chunk_s * 1000:.1f} ms")
+            print(f"\r{stats.chunks} chunks, {stats.audio_s:.2f} s of audio", end="", flush=True)
+        print()
+    except KeyboardInterrupt:
+        print("\ncancelled", file=sys.stderr)
+        return 130
+    except VoxCPMError as exc:
+        print(f"server error: {exc}", file=sys.stderr)
+        return 1
+    audio = np.concatenate(chunks) if chunks else np.zeros(0, np.float32)
+    soundfile.write(args.output, audio, stats.sample_rate or 16000)
+    rtf = f"{stats.rtf:.3f}" if stats.rtf is not None else "n/a"
+    wall_rtf = f"{stats.wall_rtf:.3f}" if stats.wall_rtf is not None else "n/a"
+    first = f"{stats.first_chunk_s * 1000:.1f} ms" if stats.first_chunk_s is not None else "n/a"
+    print(
+        f"wrote {args.output}: {stats.audio_s:.2f} s at {stats.sample_rate} Hz; first chunk {first}; "
+        f"RTF {rtf} (wall - first chunk) / audio, {wall_rtf} wall / audio"
+    )
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,165 @@
+"""VoxCPMClient: send text (and optionally a reference voice) to the `voxcpm` ensemble and receive
+float32 PCM chunks as they are generated, over one gRPC stream per call."""
+
+from __future__ import annotations
+
+import queue
+import time
+from dataclasses import dataclass, field
+from typing import Iterator
+
+import numpy as np
+import tritonclient.grpc as grpcclient
+from tritonclient.utils import InferenceServerException
+
+MODEL = "voxcpm"
+
+
+class VoxCPMError(RuntimeError):
+    """The server answered a request with an error (its message says which input and why)."""
+
+
+@dataclass
+class StreamStats:
+    """Timings of one stream; RTF follows the common TTS definition: (wall - first chunk) / audio."""
+
+    started: float = field(default_factory=time.perf_counter)
+    first_chunk_s: float | None = None
+    wall_s: float = 0.0
+    samples: int = 0
+    chunks: int = 0
+    sample_rate: int = 0
+
+    @property
+    def audio_s(self) -> float:
+        return self.samples / self.sample_rate if self.sample_rate else 0.0
+
+    @property
+    def rtf(self) -> float | None:
+        if not self.audio_s or self.first_chunk_s is None:
+            return None
+        return (self.wall_s - self.first_chunk_s) / self.audio_s
+
+    @property
+    def wall_rtf(self) -> float | None:
+        return self.wall_s / self.audio_s if self.audio_s else None
+
+
+def _tensor(name: str, value: np.ndarray) -> grpcclient.InferInput:
+    dtype = "BYTES" if value.dtype == object else {
+        np.dtype(np.float32): "FP32", np.dtype(np.int32): "INT32", np.dtype(np.int64): "INT64",
+    }[value.dtype]
+    tensor = grpcclient.InferInput(name, list(value.shape), dtype)
+    tensor.set_data_from_numpy(value)
+    return tensor
+
+
+def build_inputs(
+    text: str,
+    prompt_audio: np.ndarray | None = None,
+    prompt_sample_rate: int | None = None,
+    prompt_text: str | None = None,
+    voice_id: str | None = None,
+    cfg_value: float | None = None,
+    timesteps: int | None = None,
+    max_seconds: float | None = None,
+    seed: int | None = None,
+) -> list[grpcclient.InferInput]:
+    """The ensemble's input tensors; parameters left as None take the server's defaults."""
+    values: dict[str, np.ndarray] = {"TEXT": np.array([text.encode("utf-8")], dtype=object)}
+    if prompt_audio is not None:
+        values["PROMPT_AUDIO"] = np.ascontiguousarray(prompt_audio, dtype=np.float32).reshape(-1)
+    if prompt_sample_rate is not None:
+        values["PROMPT_SAMPLE_RATE"] = np.array([prompt_sample_rate], dtype=np.int32)
+    if prompt_text is not None:
+        values["PROMPT_TEXT"] = np.array([prompt_text.encode("utf-8")], dtype=object)
+    if voice_id is not None:
+        values["VOICE_ID"] = np.array([voice_id.encode("utf-8")], dtype=object)
+    if cfg_value is not None:
+        values["CFG_VALUE"] = np.array([cfg_value], dtype=np.float32)
+    if timesteps is not None:
+        values["TIMESTEPS"] = np.array([timesteps], dtype=np.int32)
+    if max_seconds is not None:
+        values["MAX_SECONDS"] = np.array([max_seconds], dtype=np.float32)
+    if seed is not None:
+        values["SEED"] = np.array([seed], dtype=np.int64)
+    return [_tensor(name, value) for name, value in values.items()]
+
+
+class VoxCPMClient:
+    """`url` is the server's gRPC address (host:port). One client may run one stream at a time;
+    use one client per concurrent stream."""
+
+    def __init__(self, url: str = "127.0.0.1:8001", model: str = MODEL, timeout_s: float = 120.0) -> None:
+        self.url = url
+        self.model = model
+        self.timeout_s = timeout_s
+
+    def stream_inputs(self, inputs: list[grpcclient.InferInput], stats: StreamStats | None = None) -> Iterator[np.ndarray]:
+        """Yield PCM chunks for prepared input tensors until the server's final response.
+
+        Closing the generator early (break, an exception, Ctrl-C) cancels the request on the
+        server."""
+        stats = stats if stats is not None else StreamStats()
+        replies: queue.Queue = queue.Queue()
+        client = grpcclient.InferenceServerClient(self.url)
+        finished = False
+        try:
+            client.start_stream(callback=lambda result, error: replies.put((result, error)))
+            stats.started = time.perf_counter()
+            client.async_stream_infer(self.model, inputs, enable_empty_final_response=True)
+            while True:
+                try:
+                    result, error = replies.get(timeout=self.timeout_s)
+                except queue.Empty:
+                    raise VoxCPMError(f"no response from {self.url} for {self.timeout_s:.0f} s") from None
+                if error is not None:
+                    finished = True
+                    raise VoxCPMError(error.message() if isinstance(error, InferenceServerException) else str(error))
+                final = result.get_response().parameters["triton_final_response"].bool_param
+                audio = result.as_numpy("AUDIO")
+                if audio is not None and audio.size:
+                    now = time.perf_counter()
+                    if stats.first_chunk_s is None:
+                        stats.first_chunk_s = now - stats.started
+                    rate = result.as_numpy("SAMPLE_RATE")
+                    if rate is not None:
+                        stats.sample_rate = int(rate.reshape(-1)[0])
+                    stats.samples += audio.size
+                    stats.chunks += 1
+                    stats.wall_s = now - stats.started
+                    yield audio.reshape(-1)
+                if final:
+                    finished = True
+                    stats.wall_s = time.perf_counter() - stats.started
+                    return
+        finally:
+            # An unfinished stream is cancelled so the server frees its slot.
+            client.stop_stream(cancel_requests=not finished)
+            client.close()
+
+    def stream(self, text: str, stats: StreamStats | None = None, **options) -> Iterator[np.ndarray]:
+        """Yield PCM chunks for `text`; options are build_inputs' keyword arguments."""
+        return self.stream_inputs(build_inputs(text, **options), stats)
+
+    def synthesize(self, text: str, **options) -> tuple[np.ndarray, int, StreamStats]:
+        """The whole utterance: (audio, sample_rate, stats)."""
+        stats = StreamStats()
+        chunks = list(self.stream(text, stats, **options))
+        audio = np.concatenate(chunks) if chunks else np.zeros(0, np.float32)
+        return audio, stats.sample_rate, stats
+
+    def register_voice(
+        self, voice_id: str, prompt_audio: np.ndarray, prompt_sample_rate: int, prompt_text: str | None = None
+    ) -> None:
+        """Encode a reference voice once on the server; later calls pass voice_id=... alone. The
+        server registers a voice as part of a synthesis, so this asks for the shortest one."""
+        for _ in self.stream(
+            prompt_text or "hello",
+            prompt_audio=prompt_audio,
+            prompt_sample_rate=prompt_sample_rate,
+            prompt_text=prompt_text,
+            voice_id=voice_id,
+            max_seconds=0.1,
+        ):
+            pass

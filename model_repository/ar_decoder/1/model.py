@@ -1,0 +1,101 @@
+"""Triton adapter for the continuous-batching engine: execute() checks each request and hands it,
+with its response sender, to the EngineLoop thread this model owns (joined in finalize)."""
+
+import itertools
+import json
+
+import triton_python_backend_utils as pb_utils
+
+from voxcpm_triton.audio.vocoder import WindowedVocoder
+from voxcpm_triton.checkpoint.loader import load_checkpoint
+from voxcpm_triton.engine.engine import Engine
+from voxcpm_triton.serving import model_settings
+from voxcpm_triton.serving.engine_loop import EngineLoop
+from voxcpm_triton.serving.request_tensors import WIRE_DTYPES, from_wire
+
+FINAL = pb_utils.TRITONSERVER_RESPONSE_COMPLETE_FINAL
+
+
+class _ResponseSink:
+    """One stream's response sender; a failed send (client gone) must not stop the engine loop."""
+
+    def __init__(self, sender):
+        self.sender = sender
+
+    def _send(self, response=None, flags=0):
+        try:
+            if response is None:
+                self.sender.send(flags=flags)
+            else:
+                self.sender.send(response, flags=flags)
+        except Exception as exc:
+            pb_utils.Logger.log_warn(f"ar_decoder: could not send a response: {exc}")
+
+    def send_window(self, window):
+        self._send(pb_utils.InferenceResponse([pb_utils.Tensor("WINDOW", window[None])]))
+
+    def finish(self):
+        self._send(flags=FINAL)
+
+    def fail(self, message):
+        self._send(pb_utils.InferenceResponse(error=pb_utils.TritonError(message)), flags=FINAL)
+
+    def is_cancelled(self):
+        return self.sender.is_cancelled()
+
+
+class TritonPythonModel:
+    def initialize(self, args):
+        model_config = json.loads(args["model_config"])
+        if not pb_utils.using_decoupled_model_transaction_policy(model_config):
+            raise pb_utils.TritonModelException("ar_decoder streams many responses per request: set decoupled: true")
+        parameters = model_settings.string_parameters(model_config)
+        folder = model_settings.checkpoint_folder(parameters, args["model_repository"])
+        device = model_settings.instance_device(args)
+        dtype = model_settings.torch_dtype(parameters)
+        loaded = load_checkpoint(folder, dtype=dtype, device="cpu")
+        window_patches = WindowedVocoder(loaded.audio_vae, loaded.config.patch_size).window_patches
+        engine = Engine(
+            loaded.model.to(device),
+            max_slots=model_settings.int_parameter(parameters, "max_slots", 64, 1, 4096),
+            max_context=model_settings.int_parameter(parameters, "max_context", 4096, 16, 1 << 20),
+            device=device,
+            window_patches=window_patches,
+        )
+        family = pb_utils.MetricFamily(
+            name="voxcpm_live_slots",
+            description="Engine slots held by live streams (0 when idle: no leaked slots)",
+            kind=pb_utils.MetricFamily.GAUGE,
+        )
+        self.slot_gauge = family.Metric(labels={"model": args["model_name"], "instance": args["model_instance_name"]})
+        self.slot_family = family
+        self.last_slots = 0
+        self.ids = itertools.count()
+        self.loop = EngineLoop(engine, on_live_slots=self._report_slots)
+        self.loop.start()
+        pb_utils.Logger.log_info(f"ar_decoder: checkpoint {folder} on {device} ({dtype}), window {window_patches}")
+
+    def _report_slots(self, count):
+        self.slot_gauge.set(count)
+        if count != self.last_slots:
+            self.last_slots = count
+            pb_utils.Logger.log_verbose(f"ar_decoder: live slots {count}")
+
+    def execute(self, requests):
+        for request in requests:
+            sink = _ResponseSink(request.get_response_sender())
+            arrays = {}
+            for name in WIRE_DTYPES:
+                tensor = pb_utils.get_input_tensor_by_name(request, name)
+                arrays[name] = None if tensor is None else tensor.as_numpy()
+            stream_id = f"{request.request_id() or 'stream'}#{next(self.ids)}"
+            try:
+                generation = from_wire(arrays, stream_id)
+            except ValueError as exc:
+                sink.fail(str(exc))
+                continue
+            self.loop.submit(generation, sink)
+        return None
+
+    def finalize(self):
+        self.loop.stop()

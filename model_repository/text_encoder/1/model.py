@@ -1,0 +1,40 @@
+"""Triton adapter for voxcpm_triton.serving.text_encoding: decode tensors, call, encode tensors."""
+
+import json
+
+import triton_python_backend_utils as pb_utils
+
+from voxcpm_triton.checkpoint.loader import load_checkpoint
+from voxcpm_triton.frontend import Frontend
+from voxcpm_triton.serving import model_settings
+from voxcpm_triton.serving.text_encoding import TextEncoding
+from voxcpm_triton.voice_cache import VoiceCache
+
+
+class TritonPythonModel:
+    def initialize(self, args):
+        parameters = model_settings.string_parameters(json.loads(args["model_config"]))
+        folder = model_settings.checkpoint_folder(parameters, args["model_repository"])
+        device = model_settings.instance_device(args)
+        loaded = load_checkpoint(folder, dtype=model_settings.torch_dtype(parameters), device="cpu")
+        # Only the AudioVAE encoder runs here; the LM weights stay on the host.
+        loaded.audio_vae.to(device)
+        vae = loaded.audio_vae
+        seconds_per_patch = loaded.config.patch_size * vae.decode_hop_length / vae.sample_rate
+        capacity = model_settings.int_parameter(parameters, "voice_cache_size", 1024, 1, 1_000_000)
+        self.encoding = TextEncoding(Frontend(loaded), VoiceCache(capacity), seconds_per_patch)
+        pb_utils.Logger.log_info(f"text_encoder: checkpoint {folder} on {device}")
+
+    def execute(self, requests):
+        return [self._respond(request) for request in requests]
+
+    def _respond(self, request):
+        def get(name):
+            tensor = pb_utils.get_input_tensor_by_name(request, name)
+            return None if tensor is None else tensor.as_numpy()
+
+        try:
+            arrays = self.encoding.prepare(get)
+        except ValueError as exc:
+            return pb_utils.InferenceResponse(error=pb_utils.TritonError(str(exc)))
+        return pb_utils.InferenceResponse([pb_utils.Tensor(name, value) for name, value in arrays.items()])

@@ -1,0 +1,46 @@
+"""Triton adapter for voxcpm_triton.audio.vocoder.WindowedVocoder: one decode call per dynamic batch."""
+
+import json
+
+import numpy as np
+import triton_python_backend_utils as pb_utils
+
+from voxcpm_triton.audio.vocoder import WindowedVocoder
+from voxcpm_triton.checkpoint.loader import load_checkpoint
+from voxcpm_triton.serving import model_settings
+
+
+class TritonPythonModel:
+    def initialize(self, args):
+        parameters = model_settings.string_parameters(json.loads(args["model_config"]))
+        folder = model_settings.checkpoint_folder(parameters, args["model_repository"])
+        device = model_settings.instance_device(args)
+        loaded = load_checkpoint(folder, dtype=model_settings.torch_dtype(parameters), device="cpu")
+        self.vocoder = WindowedVocoder(loaded.audio_vae.to(device), loaded.config.patch_size)
+        self.sample_rate = np.array([[self.vocoder.sample_rate]], dtype=np.int32)
+        pb_utils.Logger.log_info(
+            f"vocoder: checkpoint {folder} on {device}, window {self.vocoder.window_patches} patches"
+        )
+
+    def execute(self, requests):
+        windows = []
+        for request in requests:
+            window = pb_utils.get_input_tensor_by_name(request, "WINDOW").as_numpy()
+            windows.append(window[0] if window.ndim == 4 else window)
+        try:
+            chunks = self.vocoder.decode(windows)
+        except ValueError:
+            # Some window is malformed: decode one by one so each request gets its own answer.
+            return [self._decode_one(window) for window in windows]
+        return [self._response(chunk) for chunk in chunks]
+
+    def _decode_one(self, window):
+        try:
+            return self._response(self.vocoder.decode([window])[0])
+        except ValueError as exc:
+            return pb_utils.InferenceResponse(error=pb_utils.TritonError(f"WINDOW: {exc}"))
+
+    def _response(self, chunk):
+        return pb_utils.InferenceResponse(
+            [pb_utils.Tensor("AUDIO", chunk[None]), pb_utils.Tensor("SAMPLE_RATE", self.sample_rate)]
+        )

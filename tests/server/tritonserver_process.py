@@ -1,0 +1,162 @@
+"""Start and stop a real tritonserver for the server tests, the way build/tritonserver.sh does.
+
+build/tritonserver.sh (the setup's launcher) is used when present: it sets PATH, LD_LIBRARY_PATH,
+the backend directory and the python backend stub, and passes its arguments on to tritonserver.
+Without it (a dev venv that only has the pip packages) the same environment is assembled here from
+the interpreter running pytest: its venv holds nvidia-pytriton's tritonserver and stubs."""
+
+from __future__ import annotations
+
+import os
+import shutil
+import signal
+import socket
+import subprocess
+import sys
+import sysconfig
+import time
+import urllib.request
+from dataclasses import dataclass
+from pathlib import Path
+
+REPO = Path(__file__).resolve().parents[2]
+LAUNCHER = REPO / "build" / "tritonserver.sh"
+SHM_PREFIX = "triton_python_backend_shm_region"
+
+
+def free_port() -> int:
+    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as sock:
+        sock.bind(("127.0.0.1", 0))
+        return sock.getsockname()[1]
+
+
+def _triton_home() -> Path:
+    return Path(sysconfig.get_paths()["purelib"]) / "pytriton" / "tritonserver"
+
+
+def _fallback_command(workdir: Path) -> tuple[list[str], dict[str, str]]:
+    """tritonserver from this venv, with a backend folder holding the stub for this Python."""
+    home = _triton_home()
+    backends = workdir / "backends"
+    shutil.copytree(home / "backends" / "python", backends / "python", ignore=shutil.ignore_patterns("__pycache__"))
+    version = f"{sys.version_info[0]}.{sys.version_info[1]}"
+    stub = backends / "python" / "triton_python_backend_stub"
+    shutil.copy2(home / "python_backend_stubs" / version / "triton_python_backend_stub", stub)
+    stub.chmod(0o755)
+    env = dict(os.environ)
+    libs = [str(home.parent.parent / "nvidia_pytriton.libs"), sysconfig.get_config_var("LIBDIR")]
+    env["LD_LIBRARY_PATH"] = os.pathsep.join(libs + [env.get("LD_LIBRARY_PATH", "")]).rstrip(os.pathsep)
+    # The python backend runs models with the first python3 on PATH: this venv's.
+    env["PATH"] = os.pathsep.join([str(Path(sys.executable).parent), env.get("PATH", "")])
+    return [str(home / "bin" / "tritonserver"), "--backend-directory", str(backends)], env
+
+
+def live_shm_names() -> set[str]:
+    names = set()
+    for maps in Path("/proc").glob("[0-9]*/maps"):
+        try:
+            text = maps.read_text()
+        except OSError:
+            continue
+        for line in text.splitlines():
+            if SHM_PREFIX in line:
+                names.add(line.rsplit("/", 1)[-1].split(" ")[0])
+    return names
+
+
+def clean_stale_shm() -> None:
+    """Remove python-backend shared memory left by killed servers (no live process maps it)."""
+    live = live_shm_names()
+    for path in Path("/dev/shm").glob(SHM_PREFIX + "*"):
+        if path.name not in live:
+            path.unlink(missing_ok=True)
+
+
+@dataclass
+class TritonServer:
+    process: subprocess.Popen
+    http_port: int
+    grpc_port: int
+    metrics_port: int
+    log_path: Path
+
+    @property
+    def grpc_url(self) -> str:
+        return f"127.0.0.1:{self.grpc_port}"
+
+    @property
+    def http_url(self) -> str:
+        return f"127.0.0.1:{self.http_port}"
+
+    def log(self) -> str:
+        return self.log_path.read_text(errors="replace")
+
+    def metrics(self) -> str:
+        with urllib.request.urlopen(f"http://127.0.0.1:{self.metrics_port}/metrics", timeout=10) as reply:
+            return reply.read().decode()
+
+    def metric(self, name: str, **labels: str) -> float:
+        """Sum of the samples of `name` whose labels include `labels`."""
+        total, found = 0.0, False
+        for line in self.metrics().splitlines():
+            if not line.startswith(name + "{") and not line.startswith(name + " "):
+                continue
+            if all(f'{key}="{value}"' in line for key, value in labels.items()):
+                total += float(line.rsplit(" ", 1)[1])
+                found = True
+        if not found:
+            raise KeyError(f"metric {name} with labels {labels} not exported")
+        return total
+
+    def ready(self) -> bool:
+        try:
+            with urllib.request.urlopen(f"http://{self.http_url}/v2/health/ready", timeout=2) as reply:
+                return reply.status == 200
+        except OSError:
+            return False
+
+    def stop(self) -> None:
+        if self.process.poll() is None:
+            self.process.send_signal(signal.SIGTERM)
+            try:
+                self.process.wait(timeout=40)
+            except subprocess.TimeoutExpired:
+                self.process.kill()
+                self.process.wait(timeout=10)
+        clean_stale_shm()
+
+
+def start_server(
+    model_repository: Path,
+    workdir: Path,
+    env_overrides: dict[str, str],
+    config_name: str = "cpu",
+    ready_timeout_s: float = 180.0,
+) -> TritonServer:
+    clean_stale_shm()
+    if LAUNCHER.is_file():
+        command, env = ["bash", str(LAUNCHER)], dict(os.environ)
+    else:
+        command, env = _fallback_command(workdir)
+    env.update(env_overrides)
+    ports = [free_port() for _ in range(3)]
+    command += [
+        "--model-repository", str(model_repository),
+        "--model-config-name", config_name,
+        "--http-address", "127.0.0.1", "--http-port", str(ports[0]),
+        "--grpc-address", "127.0.0.1", "--grpc-port", str(ports[1]),
+        "--metrics-address", "127.0.0.1", "--metrics-port", str(ports[2]),
+        "--allow-metrics", "true", "--allow-cpu-metrics", "false", "--allow-gpu-metrics", "false",
+        "--exit-timeout-secs", "20",
+    ]
+    log_path = workdir / "tritonserver.log"
+    log_file = open(log_path, "w")
+    process = subprocess.Popen(command, env=env, stdout=log_file, stderr=subprocess.STDOUT, cwd=workdir)
+    server = TritonServer(process, *ports, log_path)
+    deadline = time.monotonic() + ready_timeout_s
+    while not server.ready():
+        if process.poll() is not None or time.monotonic() > deadline:
+            server.stop()
+            raise RuntimeError(f"tritonserver did not become ready; its log:\n{server.log()[-6000:]}")
+        time.sleep(0.5)
+    return server

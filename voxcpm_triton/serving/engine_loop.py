@@ -1,0 +1,141 @@
+"""The serving loop around the continuous-batching Engine: one thread owned by the ar_decoder model
+steps the engine while any stream is live and routes each step's output to that stream's sink.
+
+Sinks hide Triton: the ar_decoder wraps a response sender in one; tests can use a list. A stream ends
+exactly once, through finish() (last patch, or cancelled) or fail(message)."""
+
+from __future__ import annotations
+
+import logging
+import threading
+import time
+from typing import Callable, Protocol
+
+import numpy as np
+
+from voxcpm_triton.engine.request import GenerationRequest
+
+log = logging.getLogger(__name__)
+
+
+class StreamSink(Protocol):
+    def send_window(self, window: np.ndarray) -> None: ...
+    def finish(self) -> None: ...
+    def fail(self, message: str) -> None: ...
+    def is_cancelled(self) -> bool: ...
+
+
+class EngineLoop:
+    """Steps `engine` in a background thread; `submit` and `stop` are thread-safe.
+
+    `cancel_poll_s` bounds how often each sink is asked whether its client went away: asking is a
+    round trip to the Triton server process, too dear to do for every stream on every step."""
+
+    def __init__(
+        self,
+        engine,
+        on_live_slots: Callable[[int], None] = lambda count: None,
+        cancel_poll_s: float = 0.02,
+    ) -> None:
+        self._engine = engine
+        self._on_live_slots = on_live_slots
+        self._cancel_poll_s = cancel_poll_s
+        self._sinks: dict[str, StreamSink] = {}
+        self._lock = threading.Lock()
+        self._wake = threading.Condition(self._lock)
+        self._stopping = False
+        self._last_poll = 0.0
+        self._thread = threading.Thread(target=self._run, name="voxcpm-engine", daemon=True)
+
+    def start(self) -> None:
+        self._thread.start()
+
+    @property
+    def live_streams(self) -> int:
+        with self._lock:
+            return len(self._sinks)
+
+    def submit(self, request: GenerationRequest, sink: StreamSink) -> None:
+        with self._lock:
+            if self._stopping:
+                sink.fail("the model is shutting down")
+                return
+            if request.request_id in self._sinks:
+                sink.fail(f"request id {request.request_id!r} is already streaming")
+                return
+            # The sink is registered before the engine can produce anything for it.
+            self._sinks[request.request_id] = sink
+            self._engine.submit(request)
+            self._wake.notify()
+
+    def stop(self, timeout_s: float = 30.0) -> None:
+        """End every live stream with an error and join the thread."""
+        with self._lock:
+            self._stopping = True
+            self._wake.notify()
+        self._thread.join(timeout_s)
+        with self._lock:
+            leftover = list(self._sinks.items())
+            self._sinks.clear()
+        for request_id, sink in leftover:
+            self._engine.cancel(request_id)
+            sink.fail("the model is shutting down")
+
+    def _run(self) -> None:
+        while True:
+            with self._lock:
+                # Also step while the engine still holds slots of streams cancelled since the last
+                # step, so that their slots are released even when no other stream is live.
+                while not self._sinks and not self._engine.live_slots and not self._stopping:
+                    self._wake.wait()
+                if self._stopping:
+                    return
+            self._drop_cancelled()
+            try:
+                outputs = self._engine.step()
+            except Exception as exc:  # a failed step must not leave streams hanging
+                log.exception("engine step failed")
+                self._fail_all(f"engine step failed: {type(exc).__name__}: {exc}")
+                continue
+            for output in outputs:
+                self._deliver(output)
+            self._on_live_slots(self._engine.live_slots)
+
+    def _deliver(self, output) -> None:
+        with self._lock:
+            sink = self._sinks.get(output.request_id)
+            if sink is not None and (output.finished or output.error):
+                del self._sinks[output.request_id]
+        if sink is None:  # cancelled between the step and now
+            return
+        if output.error:
+            sink.fail(output.error)
+            return
+        if output.window is not None and len(output.window):
+            sink.send_window(output.window)
+        if output.finished:
+            sink.finish()
+
+    def _drop_cancelled(self) -> None:
+        now = time.monotonic()
+        if now - self._last_poll < self._cancel_poll_s:
+            return
+        self._last_poll = now
+        with self._lock:
+            sinks = list(self._sinks.items())
+        for request_id, sink in sinks:
+            if not sink.is_cancelled():
+                continue
+            self._engine.cancel(request_id)
+            with self._lock:
+                self._sinks.pop(request_id, None)
+            sink.finish()
+
+    def _fail_all(self, message: str) -> None:
+        with self._lock:
+            sinks = list(self._sinks.items())
+            self._sinks.clear()
+        for request_id, sink in sinks:
+            self._engine.cancel(request_id)
+            sink.fail(message)
+        self._on_live_slots(self._engine.live_slots)

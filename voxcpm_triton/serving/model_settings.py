@@ -1,0 +1,62 @@
+"""Settings every VoxCPM model folder reads from its config.pbtxt `parameters` and from Triton's
+instance arguments: which checkpoint, which device, which dtype.
+
+The checkpoint is one setting for the whole repository: the VOXCPM_CHECKPOINT environment variable
+when set, else each config's `checkpoint` parameter. A relative path is taken from the model
+repository's folder, so the committed default works from wherever tritonserver is started."""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+import torch
+
+CHECKPOINT_ENV = "VOXCPM_CHECKPOINT"
+DTYPES = {"float32": torch.float32, "bfloat16": torch.bfloat16, "float16": torch.float16}
+
+
+def string_parameters(model_config: dict) -> dict[str, str]:
+    """config.pbtxt `parameters { key: ... value: { string_value: ... } }` as a plain dict."""
+    return {key: value["string_value"] for key, value in model_config.get("parameters", {}).items()}
+
+
+def checkpoint_folder(parameters: dict[str, str], model_folder: str) -> Path:
+    """The checkpoint folder this repository serves; an error naming both settings if it is missing."""
+    setting = os.environ.get(CHECKPOINT_ENV) or parameters.get("checkpoint")
+    if not setting:
+        raise ValueError(f"no checkpoint: set {CHECKPOINT_ENV} or the 'checkpoint' parameter in config.pbtxt")
+    path = Path(setting)
+    if not path.is_absolute():
+        path = Path(model_folder).resolve().parent / path
+    if not (path / "config.json").is_file():
+        raise ValueError(
+            f"checkpoint folder {path} has no config.json (from {CHECKPOINT_ENV} or the 'checkpoint' "
+            "parameter); make the demo one with build/setup.sh or point the setting at a VoxCPM folder"
+        )
+    return path.resolve()
+
+
+def instance_device(args: dict) -> str:
+    """'cuda:N' for a KIND_GPU instance, 'cpu' for KIND_CPU."""
+    if args.get("model_instance_kind") == "GPU":
+        return f"cuda:{int(args['model_instance_device_id'])}"
+    return "cpu"
+
+
+def torch_dtype(parameters: dict[str, str], default: str = "float32") -> torch.dtype:
+    name = parameters.get("dtype", default)
+    if name not in DTYPES:
+        raise ValueError(f"parameter dtype={name!r}; allowed {sorted(DTYPES)}")
+    return DTYPES[name]
+
+
+def int_parameter(parameters: dict[str, str], name: str, default: int, low: int, high: int) -> int:
+    raw = parameters.get(name, str(default))
+    try:
+        value = int(raw)
+    except ValueError:
+        raise ValueError(f"parameter {name}={raw!r} is not an integer") from None
+    if not low <= value <= high:
+        raise ValueError(f"parameter {name}={value} is out of range; allowed {low}..{high}")
+    return value

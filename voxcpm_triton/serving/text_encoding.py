@@ -1,0 +1,79 @@
+"""What the text_encoder model does for one request: read and check its tensors, resolve the voice
+(fresh PROMPT_AUDIO, registered VOICE_ID, or none), run the Frontend and flatten the resulting
+GenerationRequest into the tensors ar_decoder takes."""
+
+from __future__ import annotations
+
+import dataclasses
+from typing import Callable
+
+import numpy as np
+
+from voxcpm_triton.serving import inputs
+from voxcpm_triton.serving.inputs import InputError
+from voxcpm_triton.serving.parameters import read_sampling_parameters
+from voxcpm_triton.serving.request_tensors import to_wire
+from voxcpm_triton.voice_cache import CachedVoice, UnknownVoiceError, VoiceCache
+
+Getter = Callable[[str], "np.ndarray | None"]
+
+
+class TextEncoding:
+    """`frontend` is a voxcpm_triton.frontend.Frontend; `seconds_per_patch` converts MAX_SECONDS."""
+
+    def __init__(self, frontend, voices: VoiceCache, seconds_per_patch: float) -> None:
+        self.frontend = frontend
+        self.voices = voices
+        self.seconds_per_patch = seconds_per_patch
+
+    def _voice(self, get: Getter) -> tuple[object | None, str | None]:
+        """(prompt latents or None, prompt text or None) for this request."""
+        voice_id = inputs.text("VOICE_ID", get("VOICE_ID"), required=False)
+        audio = inputs.audio("PROMPT_AUDIO", get("PROMPT_AUDIO"))
+        sample_rate = inputs.scalar("PROMPT_SAMPLE_RATE", get("PROMPT_SAMPLE_RATE"), int, None)
+        prompt_text = inputs.text("PROMPT_TEXT", get("PROMPT_TEXT"), required=False)
+        if audio is None:
+            if sample_rate is not None:
+                raise InputError("PROMPT_SAMPLE_RATE was sent without PROMPT_AUDIO")
+            if prompt_text is not None:
+                raise InputError(
+                    "PROMPT_TEXT needs PROMPT_AUDIO (a registered VOICE_ID keeps the text it was registered with)"
+                )
+            if voice_id is None:
+                return None, None
+            try:
+                voice = self.voices.get(voice_id)
+            except (UnknownVoiceError, ValueError) as exc:
+                raise InputError(str(exc)) from None
+            return voice.latents, voice.prompt_text
+        if sample_rate is None:
+            raise InputError("PROMPT_SAMPLE_RATE is required with PROMPT_AUDIO (the audio's rate in Hz)")
+        if voice_id is not None:
+            try:
+                VoiceCache.check_id(voice_id)
+            except ValueError as exc:
+                raise InputError(str(exc)) from None
+        latents = self.frontend.encode_prompt(audio, sample_rate)
+        if voice_id is not None:
+            self.voices.put(voice_id, CachedVoice(latents, prompt_text))
+        return latents, prompt_text
+
+    def prepare(self, get: Getter) -> dict[str, np.ndarray]:
+        """The ar_decoder tensors for one request; InputError/ValueError carry the client's message."""
+        text = inputs.text("TEXT", get("TEXT"))
+        parameters = read_sampling_parameters(get)
+        latents, prompt_text = self._voice(get)
+        request = self.frontend.prepare(text, prompt_text=prompt_text, prompt_latents=latents)
+        max_len = request.max_len
+        limit = parameters.max_patches(self.seconds_per_patch)
+        if limit is not None:
+            max_len = min(max_len, limit)
+        request = dataclasses.replace(
+            request,
+            max_len=max_len,
+            min_len=min(request.min_len, max_len),
+            cfg_value=parameters.cfg_value,
+            timesteps=parameters.timesteps,
+            seed=parameters.seed,
+        )
+        return to_wire(request)
