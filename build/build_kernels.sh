@@ -1,0 +1,48 @@
+#!/usr/bin/env bash
+# Builds the CUDA ops library build/out/lib/libvoxcpm_kernels.so with plain nvcc (no torch, no CMake).
+# Usage: build/build_kernels.sh [OUTPUT_DIR]
+# Environment:
+#   VOXCPM_CUDA_ARCHS="90 80 89"  compute capabilities to emit machine code for (the first one also
+#                                 gets PTX, so newer GPUs can JIT it); "90" alone builds faster
+#   NVCC=/path/to/nvcc            compiler (default: nvcc on PATH, else /usr/local/cuda/bin/nvcc)
+#   JOBS=N                        parallel compile jobs (default: number of cores)
+# Exits 0 without building when no nvcc is found: the ops then run their PyTorch reference path.
+set -euo pipefail
+
+ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
+OUT_DIR="${1:-$ROOT/build/out/lib}"
+SRC_DIR="$ROOT/kernels"
+
+NVCC="${NVCC:-$(command -v nvcc || true)}"
+if [ -z "$NVCC" ] && [ -x /usr/local/cuda/bin/nvcc ]; then NVCC=/usr/local/cuda/bin/nvcc; fi
+if [ -z "$NVCC" ]; then
+    echo "build_kernels: nvcc not found; skipping the CUDA kernels library (ops use their PyTorch reference)"
+    exit 0
+fi
+
+read -r -a ARCHS <<< "${VOXCPM_CUDA_ARCHS:-90 80 89}"
+GENCODE=()
+for arch in "${ARCHS[@]}"; do
+    case "$arch" in
+        ''|*[!0-9a]*) echo "build_kernels: bad compute capability '$arch' in VOXCPM_CUDA_ARCHS" >&2; exit 2 ;;
+    esac
+    GENCODE+=("-gencode=arch=compute_${arch},code=sm_${arch}")
+done
+GENCODE+=("-gencode=arch=compute_${ARCHS[0]},code=compute_${ARCHS[0]}")
+
+FLAGS=(-O3 -std=c++17 -lineinfo -Xcompiler -fPIC,-fvisibility=hidden -I "$SRC_DIR" "${GENCODE[@]}")
+JOBS="${JOBS:-$(nproc 2>/dev/null || echo 2)}"
+
+OBJ_DIR="$(mktemp -d)"
+trap 'rm -rf "$OBJ_DIR"' EXIT
+mkdir -p "$OUT_DIR"
+
+echo "build_kernels: $("$NVCC" --version | tail -1) archs=${ARCHS[*]} jobs=$JOBS -> $OUT_DIR"
+export NVCC OBJ_DIR
+printf '%s\n' "$SRC_DIR"/*.cu | xargs -P "$JOBS" -I{} bash -c \
+    'src="$1"; shift; "$NVCC" "$@" -c "$src" -o "$OBJ_DIR/$(basename "$src" .cu).o" || exit 255' _ {} "${FLAGS[@]}"
+
+# Link into a temporary name first so a failed build never leaves a half-written library behind.
+"$NVCC" -shared "${GENCODE[@]}" -o "$OUT_DIR/libvoxcpm_kernels.so.tmp" "$OBJ_DIR"/*.o
+mv -f "$OUT_DIR/libvoxcpm_kernels.so.tmp" "$OUT_DIR/libvoxcpm_kernels.so"
+echo "build_kernels: wrote $OUT_DIR/libvoxcpm_kernels.so"

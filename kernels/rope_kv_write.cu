@@ -1,0 +1,146 @@
+// Rotary embedding of q and k fused with the KV-cache write: one block per token rotates all its
+// q heads, writes rotated k and plain v into the token's slot at the token's position.
+#include "common.cuh"
+
+namespace voxcpm {
+namespace {
+
+constexpr int kThreads = 128;
+
+struct RopeArgs {
+    const void* q;
+    int64_t q_token_stride, q_head_stride;
+    const void* k;
+    int64_t k_token_stride, k_head_stride;
+    const void* v;
+    int64_t v_token_stride, v_head_stride;
+    void* q_out;
+    const float* cos;
+    const float* sin;
+    int64_t table_len;
+    const int32_t* positions;
+    const int32_t* slot_ids;
+    void* k_cache;
+    void* v_cache;
+    int64_t cache_slot_stride, cache_head_stride, cache_pos_stride;
+    int64_t num_slots, max_len;
+    int q_heads, kv_heads, head_dim;
+};
+
+// Rotate-half rotation of VEC pairs (x1[e], x2[e]) at dims (d + e, d + e + half). Each product is
+// rounded on its own (no fused multiply-add) to match the reference's fp32 expression bit for bit.
+template <typename T, int VEC>
+__device__ __forceinline__ void rotate(const T* src, T* dst, const float* cos_row, const float* sin_row,
+                                       int d, int half) {
+    float x1[VEC], x2[VEC], c1[VEC], s1[VEC], c2[VEC], s2[VEC], y1[VEC], y2[VEC];
+    load_vec<T, VEC>(src + d, x1);
+    load_vec<T, VEC>(src + d + half, x2);
+    if (cos_row == nullptr) {
+        store_vec<T, VEC>(dst + d, x1);
+        store_vec<T, VEC>(dst + d + half, x2);
+        return;
+    }
+#pragma unroll
+    for (int e = 0; e < VEC; ++e) {
+        c1[e] = cos_row[d + e];
+        s1[e] = sin_row[d + e];
+        c2[e] = cos_row[d + half + e];
+        s2[e] = sin_row[d + half + e];
+    }
+#pragma unroll
+    for (int e = 0; e < VEC; ++e) {
+        y1[e] = __fadd_rn(__fmul_rn(x1[e], c1[e]), __fmul_rn(-x2[e], s1[e]));
+        y2[e] = __fadd_rn(__fmul_rn(x2[e], c2[e]), __fmul_rn(x1[e], s2[e]));
+    }
+    store_vec<T, VEC>(dst + d, y1);
+    store_vec<T, VEC>(dst + d + half, y2);
+}
+
+template <typename T, int VEC>
+__global__ void __launch_bounds__(kThreads) rope_kv_write_kernel(RopeArgs a) {
+    const int64_t token = blockIdx.x;
+    const int32_t pos = a.positions[token];
+    const int32_t slot = a.slot_ids[token];
+    const bool write_cache = slot >= 0 && slot < a.num_slots && pos >= 0 && pos < a.max_len;
+    const int64_t table_pos = pos < 0 ? 0 : (pos >= a.table_len ? a.table_len - 1 : pos);
+    const float* cos_row = a.cos == nullptr ? nullptr : a.cos + table_pos * a.head_dim;
+    const float* sin_row = a.sin == nullptr ? nullptr : a.sin + table_pos * a.head_dim;
+    const int half = a.head_dim / 2;
+    const int pair_vectors = half / VEC;
+    const int64_t cache_base = write_cache ? slot * a.cache_slot_stride + pos * a.cache_pos_stride : 0;
+
+    const T* q = static_cast<const T*>(a.q) + token * a.q_token_stride;
+    T* q_out = static_cast<T*>(a.q_out) + token * a.q_heads * a.head_dim;
+    for (int item = threadIdx.x; item < a.q_heads * pair_vectors; item += blockDim.x) {
+        const int head = item / pair_vectors;
+        const int d = (item - head * pair_vectors) * VEC;
+        rotate<T, VEC>(q + head * a.q_head_stride, q_out + head * a.head_dim, cos_row, sin_row, d, half);
+    }
+    if (!write_cache) return;
+
+    const T* k = static_cast<const T*>(a.k) + token * a.k_token_stride;
+    T* k_cache = static_cast<T*>(a.k_cache) + cache_base;
+    for (int item = threadIdx.x; item < a.kv_heads * pair_vectors; item += blockDim.x) {
+        const int head = item / pair_vectors;
+        const int d = (item - head * pair_vectors) * VEC;
+        rotate<T, VEC>(k + head * a.k_head_stride, k_cache + head * a.cache_head_stride, cos_row, sin_row, d, half);
+    }
+    const T* v = static_cast<const T*>(a.v) + token * a.v_token_stride;
+    T* v_cache = static_cast<T*>(a.v_cache) + cache_base;
+    const int vectors = a.head_dim / VEC;
+    for (int item = threadIdx.x; item < a.kv_heads * vectors; item += blockDim.x) {
+        const int head = item / vectors;
+        const int d = (item - head * vectors) * VEC;
+        *reinterpret_cast<Vec<T, VEC>*>(v_cache + head * a.cache_head_stride + d) =
+            *reinterpret_cast<const Vec<T, VEC>*>(v + head * a.v_head_stride + d);
+    }
+}
+
+template <typename T> bool vector_path_ok(const RopeArgs& a, int vec) {
+    const int64_t strides[] = {a.q_token_stride, a.q_head_stride, a.k_token_stride, a.k_head_stride,
+                               a.v_token_stride, a.v_head_stride, a.cache_slot_stride,
+                               a.cache_head_stride, a.cache_pos_stride};
+    for (int64_t s : strides)
+        if (s % vec != 0) return false;
+    return (a.head_dim / 2) % vec == 0 && aligned16(a.q) && aligned16(a.k) && aligned16(a.v) &&
+           aligned16(a.q_out) && aligned16(a.k_cache) && aligned16(a.v_cache);
+}
+
+}  // namespace
+}  // namespace voxcpm
+
+extern "C" int voxcpm_rope_kv_write(const void* q, int64_t q_token_stride, int64_t q_head_stride,
+                                    const void* k, int64_t k_token_stride, int64_t k_head_stride,
+                                    const void* v, int64_t v_token_stride, int64_t v_head_stride,
+                                    void* q_out, const float* cos, const float* sin,
+                                    int64_t table_len, const int32_t* positions,
+                                    const int32_t* slot_ids, void* k_cache, void* v_cache,
+                                    int64_t cache_slot_stride, int64_t cache_head_stride,
+                                    int64_t cache_pos_stride, int64_t num_slots, int64_t max_len,
+                                    int64_t tokens, int q_heads, int kv_heads, int head_dim,
+                                    int dtype, void* stream) {
+    using namespace voxcpm;
+    if (tokens < 0 || tokens > 0x7fffffff || q_heads <= 0 || kv_heads <= 0 || head_dim <= 0 ||
+        head_dim % 2 != 0 || head_dim > 256 || num_slots < 0 || max_len < 0)
+        return VOXCPM_ERROR_INVALID_ARGUMENT;
+    if ((cos == nullptr) != (sin == nullptr) || (cos != nullptr && table_len <= 0))
+        return VOXCPM_ERROR_INVALID_ARGUMENT;
+    if (q == nullptr || k == nullptr || v == nullptr || q_out == nullptr || positions == nullptr ||
+        slot_ids == nullptr || k_cache == nullptr || v_cache == nullptr)
+        return VOXCPM_ERROR_INVALID_ARGUMENT;
+    if (tokens == 0) return 0;
+    const RopeArgs args{q, q_token_stride, q_head_stride, k, k_token_stride, k_head_stride, v,
+                        v_token_stride, v_head_stride, q_out, cos, sin, table_len, positions,
+                        slot_ids, k_cache, v_cache, cache_slot_stride, cache_head_stride,
+                        cache_pos_stride, num_slots, max_len, q_heads, kv_heads, head_dim};
+    auto s = static_cast<cudaStream_t>(stream);
+    return dispatch_dtype(dtype, [&](auto tag) {
+        using T = decltype(tag);
+        constexpr int kVec = 16 / sizeof(T);
+        if (vector_path_ok<T>(args, kVec))
+            rope_kv_write_kernel<T, kVec><<<static_cast<unsigned>(tokens), kThreads, 0, s>>>(args);
+        else
+            rope_kv_write_kernel<T, 1><<<static_cast<unsigned>(tokens), kThreads, 0, s>>>(args);
+        return launch_status();
+    });
+}

@@ -1,0 +1,127 @@
+/*
+ * C ABI of libvoxcpm_kernels.so: the fused CUDA ops of voxcpm-triton.
+ *
+ * Plain C so the library is loadable with ctypes (or dlopen) and independent of torch's C++ ABI.
+ * Every op takes raw device pointers, sizes, a dtype code and a CUDA stream passed as void*
+ * (cudaStream_t; NULL is the legacy default stream) and returns a cudaError_t as int (0 = success).
+ * Launches are asynchronous and enqueue only kernels on the given stream: no allocation, no host
+ * synchronisation, so every op can be captured into a CUDA graph. The caller makes the tensors'
+ * device current. Element tensors (dtype code below) are bf16, fp16 or fp32; accumulation is fp32.
+ */
+#ifndef VOXCPM_KERNELS_H
+#define VOXCPM_KERNELS_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+#define VOXCPM_API __attribute__((visibility("default")))
+
+/* Bumped whenever a signature below changes; the Python loader refuses a mismatched library. */
+#define VOXCPM_KERNELS_ABI_VERSION 1
+
+enum voxcpm_dtype { VOXCPM_FLOAT32 = 0, VOXCPM_FLOAT16 = 1, VOXCPM_BFLOAT16 = 2 };
+
+/* Returned (besides cudaError_t values) when arguments are out of range; no kernel was launched. */
+#define VOXCPM_ERROR_INVALID_ARGUMENT 1 /* == cudaErrorInvalidValue */
+
+VOXCPM_API int voxcpm_abi_version(void);
+VOXCPM_API const char* voxcpm_error_string(int error);
+
+/*
+ * Residual add + RMSNorm over rows of `hidden` contiguous elements:
+ *   if residual != NULL: x = x + residual * residual_scale   (rounded to dtype, written back to x)
+ *   out = (x * rsqrt(mean(x^2) + eps)) rounded to dtype, times weight, rounded to dtype
+ * The two roundings reproduce MiniCPM's rms_layernorm in low precision. x, residual, out: [rows,
+ * hidden]; weight: [hidden]; all of `dtype`. hidden <= 16384.
+ */
+VOXCPM_API int voxcpm_add_rmsnorm(void* x, const void* residual, const void* weight, void* out,
+                                  int64_t rows, int64_t hidden, float eps, float residual_scale,
+                                  int dtype, void* stream);
+
+/*
+ * Rotary embedding (rotate-half convention) of q and k, fused with writing k (rotated) and v into a
+ * per-slot KV cache.
+ *   q: [tokens, q_heads, head_dim], k, v: [tokens, kv_heads, head_dim]; strides in elements, the
+ *     last dimension contiguous (views into one fused qkv projection output are fine).
+ *   q_out: [tokens, q_heads, head_dim] contiguous, receives rotated q.
+ *   cos, sin: fp32 [table_len, head_dim] per-position tables (LongRoPE factors and scaling already
+ *     applied), or both NULL for no rotation (residual LM: cache write only, q copied).
+ *   positions, slot_ids: int32 [tokens]. A token with slot_id < 0 (batch padding), slot_id >=
+ *     num_slots or a position outside [0, max_len) writes nothing to the cache; its q_out is still
+ *     written (position clamped into the table).
+ *   k_cache, v_cache: [num_slots, kv_heads, max_len, head_dim] with the given strides (elements;
+ *     same for both caches), the last dimension contiguous.
+ * head_dim even, <= 256.
+ */
+VOXCPM_API int voxcpm_rope_kv_write(const void* q, int64_t q_token_stride, int64_t q_head_stride,
+                                    const void* k, int64_t k_token_stride, int64_t k_head_stride,
+                                    const void* v, int64_t v_token_stride, int64_t v_head_stride,
+                                    void* q_out, const float* cos, const float* sin,
+                                    int64_t table_len, const int32_t* positions,
+                                    const int32_t* slot_ids, void* k_cache, void* v_cache,
+                                    int64_t cache_slot_stride, int64_t cache_head_stride,
+                                    int64_t cache_pos_stride, int64_t num_slots, int64_t max_len,
+                                    int64_t tokens, int q_heads, int kv_heads, int head_dim,
+                                    int dtype, void* stream);
+
+/*
+ * Decode attention: one query token per stream, grouped-query heads, over the live part of a
+ * per-slot KV cache. Stream b attends to positions [0, lengths[b]) of slot slot_ids[b] (lengths
+ * include the token just written). Softmax in fp32. Each stream's live range is split evenly over
+ * num_splits blocks per KV head (split-K), combined by a second kernel when num_splits > 1.
+ *   q: [batch, q_heads, head_dim] contiguous; out: same shape, contiguous.
+ *   k_cache, v_cache: as in voxcpm_rope_kv_write.
+ *   slot_ids, lengths: int32 [batch]. slot_id < 0 or length <= 0 gives a zero output row; lengths
+ *     above max_len are clamped to max_len.
+ *   workspace: device memory of voxcpm_decode_attention_workspace_bytes(...) bytes (may be NULL when
+ *     that is 0).
+ * head_dim in {64, 128}; q_heads a multiple of kv_heads; 1 <= num_splits <= 256.
+ */
+VOXCPM_API size_t voxcpm_decode_attention_workspace_bytes(int64_t batch, int q_heads, int head_dim,
+                                                          int num_splits);
+VOXCPM_API int voxcpm_decode_attention(const void* q, const void* k_cache, const void* v_cache,
+                                       int64_t cache_slot_stride, int64_t cache_head_stride,
+                                       int64_t cache_pos_stride, int64_t num_slots,
+                                       int64_t max_len, const int32_t* slot_ids,
+                                       const int32_t* lengths, void* out, void* workspace,
+                                       size_t workspace_bytes, int64_t batch, int q_heads,
+                                       int kv_heads, int head_dim, int num_splits, float scale,
+                                       int dtype, void* stream);
+
+/*
+ * SwiGLU on a fused gate_up projection output: out = silu(gate) * up, gate = gate_up[:, :inter],
+ * up = gate_up[:, inter:]. silu(gate) is rounded to dtype before the product, as PyTorch does.
+ *   gate_up: [rows, 2 * inter] contiguous; out: [rows, inter] contiguous.
+ */
+VOXCPM_API int voxcpm_swiglu(const void* gate_up, void* out, int64_t rows, int64_t inter,
+                             int dtype, void* stream);
+
+/*
+ * Classifier-free guidance with CFG-zero-star plus one Euler step of the flow-matching solver, per
+ * stream b (all arithmetic in fp32):
+ *   st = <v_cond[b], v_uncond[b]> / (|v_uncond[b]|^2 + 1e-8)
+ *   v  = v_uncond[b] * st + cfg[b] * (v_cond[b] - v_uncond[b] * st)
+ *   x[b] -= dt[b] * v                                  (x updated in place)
+ *   x, v_cond, v_uncond: [batch, elems] contiguous of dtype; cfg, dt: fp32 [batch].
+ */
+VOXCPM_API int voxcpm_cfg_euler(void* x, const void* v_cond, const void* v_uncond, const float* cfg,
+                                const float* dt, int64_t batch, int64_t elems, int dtype,
+                                void* stream);
+
+/*
+ * Finite scalar quantisation between the two FSQ projections:
+ *   out = round(tanh(h) * scale) / scale, each intermediate rounded to dtype as PyTorch does;
+ *   round is half-to-even. h, out: n contiguous elements (out may equal h).
+ */
+VOXCPM_API int voxcpm_fsq(const void* h, void* out, int64_t n, float scale, int dtype,
+                          void* stream);
+
+#ifdef __cplusplus
+}
+#endif
+
+#endif /* VOXCPM_KERNELS_H */

@@ -1,0 +1,18 @@
+"""Fused ops: each a torch custom op (torch.ops.voxcpm.*) over the CUDA library kernels/ builds,
+with a pure-PyTorch reference `<op>_ref` that is also the CPU path. The wrappers below validate
+their arguments and run the CUDA kernel on CUDA tensors when the library is loaded, the reference
+otherwise (see library.library_status())."""
+
+from voxcpm_triton.ops.cfg_euler import cfg_euler_step, cfg_euler_step_ref
+from voxcpm_triton.ops.decode_attention import decode_attention, decode_attention_ref
+from voxcpm_triton.ops.fsq import fsq, fsq_ref
+from voxcpm_triton.ops.library import library_status
+from voxcpm_triton.ops.rmsnorm import add_rmsnorm, add_rmsnorm_ref, rmsnorm, rmsnorm_ref
+from voxcpm_triton.ops.rope_kv_write import rope_kv_write, rope_kv_write_ref
+from voxcpm_triton.ops.swiglu import swiglu, swiglu_ref
+
+__all__ = [
+    "add_rmsnorm", "add_rmsnorm_ref", "cfg_euler_step", "cfg_euler_step_ref", "decode_attention",
+    "decode_attention_ref", "fsq", "fsq_ref", "library_status", "rmsnorm", "rmsnorm_ref", "rope_kv_write",
+    "rope_kv_write_ref", "swiglu", "swiglu_ref",
+]

@@ -1,0 +1,107 @@
+"""Decode attention over a per-slot KV cache (one query token per stream, grouped-query heads,
+ragged lengths): CUDA op and reference.
+
+Stream b attends to positions [0, lengths[b]) of cache slot slot_ids[b]; lengths include the token
+just written by rope_kv_write. Streams with slot_ids < 0 or lengths <= 0 (padding rows) get zeros.
+The kernel reads only the live rows; its launch shape depends on the batch alone, so one captured
+CUDA graph serves every mix of lengths.
+"""
+
+from __future__ import annotations
+
+import functools
+import math
+
+import torch
+
+from voxcpm_triton.ops import library as lib
+from voxcpm_triton.ops.rope_kv_write import as_int32_index
+
+MAX_SPLITS = 64
+
+
+def decode_attention_ref(q: torch.Tensor, k_cache: torch.Tensor, v_cache: torch.Tensor, slot_ids: torch.Tensor,
+                         lengths: torch.Tensor, scale: float | None = None) -> torch.Tensor:
+    batch, q_heads, head_dim = q.shape
+    kv_heads = k_cache.shape[1]
+    scale = 1.0 / math.sqrt(head_dim) if scale is None else scale
+    out = torch.zeros_like(q)
+    for b, (slot, length) in enumerate(zip(slot_ids.tolist(), lengths.tolist())):
+        length = min(length, k_cache.shape[2])
+        if slot < 0 or slot >= k_cache.shape[0] or length <= 0:
+            continue
+        keys = k_cache[slot, :, :length].float()  # [Hkv, n, d]
+        values = v_cache[slot, :, :length].float()
+        query = q[b].float().view(kv_heads, q_heads // kv_heads, head_dim)
+        probs = torch.softmax(torch.einsum("hgd,hnd->hgn", query, keys) * scale, dim=-1)
+        out[b] = torch.einsum("hgn,hnd->hgd", probs, values).reshape(q_heads, head_dim).to(q.dtype)
+    return out
+
+
+@functools.cache
+def _multiprocessors(device_index: int) -> int:
+    return torch.cuda.get_device_properties(device_index).multi_processor_count
+
+
+def default_num_splits(batch: int, q_heads: int, kv_heads: int, device: torch.device) -> int:
+    """Splits per stream so the grid has about two blocks per multiprocessor (the kernel also gives
+    each split at least 32 keys, so short streams use fewer)."""
+    group = q_heads // kv_heads
+    heads_per_block = next(h for h in (8, 4, 2, 1) if group % h == 0)
+    blocks_per_split = batch * kv_heads * (group // heads_per_block)
+    sms = _multiprocessors(device.index if device.index is not None else torch.cuda.current_device())
+    return max(1, min(MAX_SPLITS, math.ceil(2 * sms / max(blocks_per_split, 1))))
+
+
+@torch.library.custom_op("voxcpm::decode_attention", mutates_args=())
+def _decode_attention_op(q: torch.Tensor, k_cache: torch.Tensor, v_cache: torch.Tensor, slot_ids: torch.Tensor,
+                         lengths: torch.Tensor, scale: float, num_splits: int) -> torch.Tensor:
+    if not lib.kernel_ready(q):
+        return decode_attention_ref(q, k_cache, v_cache, slot_ids, lengths, scale)
+    batch, q_heads, head_dim = q.shape
+    kernels = lib.library()
+    out = torch.empty_like(q)
+    nbytes = kernels.voxcpm_decode_attention_workspace_bytes(batch, q_heads, head_dim, num_splits)
+    workspace = torch.empty(max(nbytes, 1), dtype=torch.uint8, device=q.device)
+    with lib.device_of(q):
+        error = kernels.voxcpm_decode_attention(
+            lib.ptr(q), lib.ptr(k_cache), lib.ptr(v_cache), k_cache.stride(0), k_cache.stride(1),
+            k_cache.stride(2), k_cache.shape[0], k_cache.shape[2], lib.ptr(slot_ids), lib.ptr(lengths),
+            lib.ptr(out), lib.ptr(workspace), nbytes, batch, q_heads, k_cache.shape[1], head_dim, num_splits,
+            scale, lib.dtype_code(q), lib.stream_of(q))
+    lib.check(error, "decode_attention")
+    return out
+
+
+@_decode_attention_op.register_fake
+def _(q, k_cache, v_cache, slot_ids, lengths, scale, num_splits) -> torch.Tensor:
+    return torch.empty_like(q)
+
+
+def decode_attention(q: torch.Tensor, k_cache: torch.Tensor, v_cache: torch.Tensor, slot_ids: torch.Tensor,
+                     lengths: torch.Tensor, scale: float | None = None, num_splits: int | None = None) -> torch.Tensor:
+    """q [B, Hq, d] (d in {64, 128} on the GPU); caches [slots, Hkv, max_context, d] (last dimension
+    contiguous, e.g. KVCache.k[layer]); slot_ids, lengths int32 [B]. Returns [B, Hq, d]; scale
+    defaults to 1/sqrt(d)."""
+    lib.require(q.dim() == 3, f"q must be [batch, q_heads, head_dim], got {tuple(q.shape)}")
+    batch, q_heads, head_dim = q.shape
+    lib.require(q.is_contiguous(), f"q must be contiguous, got strides {q.stride()}")
+    lib.require(k_cache.dim() == 4 and k_cache.shape[3] == head_dim and q_heads % k_cache.shape[1] == 0,
+                f"k_cache must be [slots, kv_heads, max_context, {head_dim}] with kv_heads dividing {q_heads}, "
+                f"got {tuple(k_cache.shape)}")
+    lib.require(v_cache.shape == k_cache.shape and v_cache.stride() == k_cache.stride(),
+                f"v_cache must have k_cache's shape and strides {tuple(k_cache.shape)} {k_cache.stride()}, "
+                f"got {tuple(v_cache.shape)} {v_cache.stride()}")
+    for name, t in (("k_cache", k_cache), ("v_cache", v_cache)):
+        lib.require(t.dtype == q.dtype and t.device == q.device and t.stride(-1) == 1,
+                    f"{name} must be {q.dtype} on {q.device} with a contiguous last dimension")
+    if lib.kernel_ready(q):
+        lib.require(head_dim in (64, 128), f"head_dim must be 64 or 128 on the GPU, got {head_dim}")
+        lib.require(batch <= 65535, f"batch must be <= 65535, got {batch}")
+    slot_ids = as_int32_index(slot_ids, "slot_ids", batch, q.device)
+    lengths = as_int32_index(lengths, "lengths", batch, q.device)
+    if num_splits is None:
+        num_splits = default_num_splits(batch, q_heads, k_cache.shape[1], q.device) if q.is_cuda else 1
+    lib.require(1 <= num_splits <= 256, f"num_splits must be in [1, 256], got {num_splits}")
+    scale = 1.0 / math.sqrt(head_dim) if scale is None else float(scale)
+    return torch.ops.voxcpm.decode_attention(q, k_cache, v_cache, slot_ids, lengths, scale, num_splits)

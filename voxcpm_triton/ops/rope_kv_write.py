@@ -1,0 +1,103 @@
+"""Rotary embedding (LongRoPE tables) fused with the KV-cache write: CUDA op and reference.
+
+Cache layout is the one of voxcpm_triton.engine.slots.KVCache, one layer at a time:
+k_cache / v_cache [slots, kv_heads, max_context, head_dim] (any strides, last dimension contiguous;
+KVCache.k[layer] is such a view). Each token i writes its rotated k and its v at
+cache[slot_ids[i], :, positions[i]] and gets its rotated q back. Tokens with slot_ids < 0 (padding
+rows of a CUDA-graph batch bucket) or a position outside the cache write nothing.
+"""
+
+from __future__ import annotations
+
+import torch
+
+from voxcpm_triton.ops import library as lib
+
+
+def _rotate(x: torch.Tensor, cos: torch.Tensor, sin: torch.Tensor) -> torch.Tensor:
+    x32 = x.float()
+    first, second = x32.chunk(2, dim=-1)
+    return (x32 * cos + torch.cat((-second, first), dim=-1) * sin).to(x.dtype)
+
+
+def rope_kv_write_ref(q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, k_cache: torch.Tensor,
+                      v_cache: torch.Tensor, positions: torch.Tensor, slot_ids: torch.Tensor,
+                      cos: torch.Tensor | None = None, sin: torch.Tensor | None = None) -> torch.Tensor:
+    positions = positions.long()
+    slot_ids = slot_ids.long()
+    if cos is not None:
+        rows = positions.clamp(0, cos.shape[0] - 1)
+        c, s = cos[rows][:, None, :], sin[rows][:, None, :]
+        q_out, k_rot = _rotate(q, c, s), _rotate(k, c, s)
+    else:
+        q_out, k_rot = q.clone(), k
+    valid = (slot_ids >= 0) & (slot_ids < k_cache.shape[0]) & (positions >= 0) & (positions < k_cache.shape[2])
+    k_cache[slot_ids[valid], :, positions[valid]] = k_rot[valid]
+    v_cache[slot_ids[valid], :, positions[valid]] = v[valid]
+    return q_out.contiguous()
+
+
+@torch.library.custom_op("voxcpm::rope_kv_write", mutates_args=("k_cache", "v_cache"))
+def _rope_kv_write_op(q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, k_cache: torch.Tensor,
+                      v_cache: torch.Tensor, positions: torch.Tensor, slot_ids: torch.Tensor,
+                      cos: torch.Tensor | None, sin: torch.Tensor | None) -> torch.Tensor:
+    if not lib.kernel_ready(q):
+        return rope_kv_write_ref(q, k, v, k_cache, v_cache, positions, slot_ids, cos, sin)
+    tokens, q_heads, head_dim = q.shape
+    q_out = q.new_empty((tokens, q_heads, head_dim))
+    with lib.device_of(q):
+        error = lib.library().voxcpm_rope_kv_write(
+            lib.ptr(q), q.stride(0), q.stride(1), lib.ptr(k), k.stride(0), k.stride(1),
+            lib.ptr(v), v.stride(0), v.stride(1), lib.ptr(q_out), lib.ptr(cos), lib.ptr(sin),
+            0 if cos is None else cos.shape[0], lib.ptr(positions), lib.ptr(slot_ids),
+            lib.ptr(k_cache), lib.ptr(v_cache), k_cache.stride(0), k_cache.stride(1), k_cache.stride(2),
+            k_cache.shape[0], k_cache.shape[2], tokens, q_heads, k.shape[1], head_dim,
+            lib.dtype_code(q), lib.stream_of(q))
+    lib.check(error, "rope_kv_write")
+    return q_out
+
+
+@_rope_kv_write_op.register_fake
+def _(q, k, v, k_cache, v_cache, positions, slot_ids, cos, sin) -> torch.Tensor:
+    return q.new_empty(q.shape)
+
+
+def as_int32_index(t: torch.Tensor, name: str, length: int, device: torch.device) -> torch.Tensor:
+    """Validates a per-token/per-stream index vector; int64 is converted (one extra copy: pass int32)."""
+    lib.require(t.shape == (length,) and t.device == device and t.dtype in (torch.int32, torch.int64),
+                f"{name} must be int32 [{length}] on {device}, got {tuple(t.shape)} {t.dtype} on {t.device}")
+    return t.contiguous() if t.dtype == torch.int32 else t.to(torch.int32)
+
+
+def rope_kv_write(q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, k_cache: torch.Tensor,
+                  v_cache: torch.Tensor, positions: torch.Tensor, slot_ids: torch.Tensor,
+                  cos: torch.Tensor | None = None, sin: torch.Tensor | None = None) -> torch.Tensor:
+    """q [N, Hq, d], k/v [N, Hkv, d] (views into a fused qkv output are fine); caches [slots, Hkv,
+    max_context, d]; positions, slot_ids int32 [N]; cos/sin float32 [table_len, d] (LongRoPE tables,
+    e.g. LongRoPE.cos_table) or None for no rotation. Writes the caches in place; returns rotated q
+    [N, Hq, d] contiguous."""
+    lib.require(q.dim() == 3 and k.dim() == 3 and v.dim() == 3,
+                f"q, k, v must be [tokens, heads, head_dim], got {tuple(q.shape)}, {tuple(k.shape)}, {tuple(v.shape)}")
+    tokens, _, head_dim = q.shape
+    lib.require(head_dim % 2 == 0 and 2 <= head_dim <= 256, f"head_dim must be even in [2, 256], got {head_dim}")
+    lib.require(k.shape[0] == tokens and k.shape[2] == head_dim and v.shape == k.shape,
+                f"k and v must be [{tokens}, kv_heads, {head_dim}], got {tuple(k.shape)} and {tuple(v.shape)}")
+    for name, t in (("q", q), ("k", k), ("v", v), ("k_cache", k_cache), ("v_cache", v_cache)):
+        lib.require(t.dtype == q.dtype and t.device == q.device and t.stride(-1) == 1,
+                    f"{name} must be {q.dtype} on {q.device} with a contiguous last dimension, got {t.dtype} "
+                    f"on {t.device} strides {t.stride()}")
+    lib.require(k_cache.dim() == 4 and k_cache.shape[1] == k.shape[1] and k_cache.shape[3] == head_dim,
+                f"k_cache must be [slots, {k.shape[1]}, max_context, {head_dim}], got {tuple(k_cache.shape)}")
+    lib.require(v_cache.shape == k_cache.shape and v_cache.stride() == k_cache.stride(),
+                f"v_cache must have k_cache's shape and strides {tuple(k_cache.shape)} {k_cache.stride()}, "
+                f"got {tuple(v_cache.shape)} {v_cache.stride()}")
+    lib.require((cos is None) == (sin is None), "cos and sin must both be given or both be None")
+    if cos is not None:
+        for name, t in (("cos", cos), ("sin", sin)):
+            lib.require(t.dim() == 2 and t.shape[1] == head_dim and t.shape[0] > 0 and t.dtype == torch.float32
+                        and t.device == q.device and t.is_contiguous(),
+                        f"{name} must be contiguous float32 [positions, {head_dim}] on {q.device}, got "
+                        f"{tuple(t.shape)} {t.dtype} on {t.device}")
+    positions = as_int32_index(positions, "positions", tokens, q.device)
+    slot_ids = as_int32_index(slot_ids, "slot_ids", tokens, q.device)
+    return torch.ops.voxcpm.rope_kv_write(q, k, v, k_cache, v_cache, positions, slot_ids, cos, sin)
