@@ -108,6 +108,18 @@ class TritonServer:
             raise KeyError(f"metric {name} with labels {labels} not exported")
         return total
 
+    def live_slots(self) -> float:
+        return self.metric("voxcpm_live_slots")
+
+    def wait_idle(self, timeout_s: float = 30.0) -> float:
+        """Poll the ar_decoder's live-slot gauge until it reads 0; returns the last value read."""
+        deadline = time.monotonic() + timeout_s
+        value = self.live_slots()
+        while value and time.monotonic() < deadline:
+            time.sleep(0.1)
+            value = self.live_slots()
+        return value
+
     def ready(self) -> bool:
         try:
             with urllib.request.urlopen(f"http://{self.http_url}/v2/health/ready", timeout=2) as reply:

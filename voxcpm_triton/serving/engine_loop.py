@@ -65,7 +65,12 @@ class EngineLoop:
                 return
             # The sink is registered before the engine can produce anything for it.
             self._sinks[request.request_id] = sink
-            self._engine.submit(request)
+            try:
+                self._engine.submit(request)
+            except ValueError as exc:
+                del self._sinks[request.request_id]
+                sink.fail(str(exc))
+                return
             self._wake.notify()
 
     def stop(self, timeout_s: float = 30.0) -> None:
@@ -84,9 +89,9 @@ class EngineLoop:
     def _run(self) -> None:
         while True:
             with self._lock:
-                # Also step while the engine still holds slots of streams cancelled since the last
-                # step, so that their slots are released even when no other stream is live.
-                while not self._sinks and not self._engine.live_slots and not self._stopping:
+                # Also step while the engine still holds streams cancelled since the last step, so
+                # that their slots are released even when no other stream is live.
+                while not self._sinks and not self._engine.has_work and not self._stopping:
                     self._wake.wait()
                 if self._stopping:
                     return

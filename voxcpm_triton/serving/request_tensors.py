@@ -7,7 +7,7 @@ from __future__ import annotations
 import numpy as np
 import torch
 
-from voxcpm_triton.engine.request import GenerationRequest
+from voxcpm_triton.engine.request import GenerationRequest, runaway_guard_max_len
 from voxcpm_triton.serving.inputs import InputError
 
 # name -> numpy dtype on the wire
@@ -26,7 +26,13 @@ WIRE_DTYPES = {
 
 
 def to_wire(request: GenerationRequest) -> dict[str, np.ndarray]:
-    """Arrays with a leading batch dimension of 1, as a batched Triton model returns them."""
+    """Arrays with a leading batch dimension of 1, as a batched Triton model returns them.
+
+    The runaway guard (target_text_tokens) is folded into MAX_LEN here, so it need not travel;
+    MAX_LEN -1 stands for no limit but the context."""
+    max_len = request.max_len
+    if request.target_text_tokens is not None:
+        max_len = runaway_guard_max_len(request.target_text_tokens, max_len)
     arrays = {
         "TOKENS": request.tokens.cpu().numpy(),
         "FEATS": request.feats.float().cpu().numpy(),
@@ -34,7 +40,7 @@ def to_wire(request: GenerationRequest) -> dict[str, np.ndarray]:
         "AUDIO_MASK": request.audio_mask.float().cpu().numpy(),
         "CONTEXT_PATCHES": request.context_patches.float().cpu().numpy(),
         "MIN_LEN": np.array([request.min_len]),
-        "MAX_LEN": np.array([request.max_len]),
+        "MAX_LEN": np.array([-1 if max_len is None else max_len]),
         "CFG": np.array([request.cfg_value]),
         "STEPS": np.array([request.timesteps]),
         "NOISE_SEED": np.array([request.seed]),
@@ -84,7 +90,7 @@ def from_wire(arrays: dict[str, np.ndarray], request_id: str) -> GenerationReque
         audio_mask=torch.from_numpy(np.ascontiguousarray(audio_mask, dtype=np.float32)),
         context_patches=torch.from_numpy(np.ascontiguousarray(context, dtype=np.float32)),
         min_len=int(scalars["MIN_LEN"][0]),
-        max_len=int(scalars["MAX_LEN"][0]),
+        max_len=None if int(scalars["MAX_LEN"][0]) == -1 else int(scalars["MAX_LEN"][0]),
         cfg_value=float(scalars["CFG"][0]),
         timesteps=int(scalars["STEPS"][0]),
         seed=int(scalars["NOISE_SEED"][0]),

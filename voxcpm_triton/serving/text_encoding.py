@@ -67,11 +67,10 @@ class TextEncoding:
         max_len = request.max_len
         limit = parameters.max_patches(self.seconds_per_patch)
         if limit is not None:
-            max_len = min(max_len, limit)
+            max_len = limit if max_len is None else min(max_len, limit)
         request = dataclasses.replace(
             request,
             max_len=max_len,
-            min_len=min(request.min_len, max_len),
             cfg_value=parameters.cfg_value,
             timesteps=parameters.timesteps,
             seed=parameters.seed,

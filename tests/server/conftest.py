@@ -1,0 +1,33 @@
+"""Fixtures of the server tier: a tiny checkpoint and one real tritonserver (CPU configs) serving
+model_repository/ on free loopback ports for the whole session."""
+
+from __future__ import annotations
+
+import sys
+from pathlib import Path
+
+import pytest
+
+REPO = Path(__file__).resolve().parents[2]
+sys.path.insert(0, str(REPO))  # the client/ package lives at the repository root
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+
+from tritonserver_process import TritonServer, start_server  # noqa: E402
+
+
+@pytest.fixture(scope="session")
+def tiny_checkpoint(tmp_path_factory) -> Path:
+    from voxcpm_triton.checkpoint.make import make_checkpoint
+
+    folder = tmp_path_factory.mktemp("checkpoint") / "voxcpm2-tiny"
+    make_checkpoint(folder, "voxcpm2", size="tiny")
+    return folder
+
+
+@pytest.fixture(scope="session")
+def triton_server(tiny_checkpoint, tmp_path_factory) -> TritonServer:
+    workdir = tmp_path_factory.mktemp("tritonserver")
+    server = start_server(REPO / "model_repository", workdir, {"VOXCPM_CHECKPOINT": str(tiny_checkpoint)})
+    yield server
+    server.stop()
+
