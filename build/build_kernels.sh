@@ -4,7 +4,8 @@
 # Environment:
 #   VOXCPM_CUDA_ARCHS="90 80 89"  compute capabilities to emit machine code for (the first one also
 #                                 gets PTX, so newer GPUs can JIT it); "90" alone builds faster
-#   NVCC=/path/to/nvcc            compiler (default: nvcc on PATH, else /usr/local/cuda/bin/nvcc)
+#   NVCC=/path/to/nvcc            compiler (default: nvcc on PATH, else $CUDA_HOME/bin/nvcc,
+#                                 CUDA_HOME defaulting to /usr/local/cuda)
 #   JOBS=N                        parallel compile jobs (default: number of cores)
 # Exits 0 without building when no nvcc is found: the ops then run their PyTorch reference path.
 set -euo pipefail
@@ -14,7 +15,8 @@ OUT_DIR="${1:-$ROOT/build/out/lib}"
 SRC_DIR="$ROOT/kernels"
 
 NVCC="${NVCC:-$(command -v nvcc || true)}"
-if [ -z "$NVCC" ] && [ -x /usr/local/cuda/bin/nvcc ]; then NVCC=/usr/local/cuda/bin/nvcc; fi
+CUDA_HOME="${CUDA_HOME:-/usr/local/cuda}"
+if [ -z "$NVCC" ] && [ -x "$CUDA_HOME/bin/nvcc" ]; then NVCC="$CUDA_HOME/bin/nvcc"; fi
 if [ -z "$NVCC" ]; then
     echo "build_kernels: nvcc not found; skipping the CUDA kernels library (ops use their PyTorch reference)"
     exit 0
