@@ -1,9 +1,10 @@
 """Start and stop a real tritonserver for the server tests, the way build/tritonserver.sh does.
 
-build/tritonserver.sh (the setup's launcher) is used when present: it sets PATH, LD_LIBRARY_PATH,
-the backend directory and the python backend stub, and passes its arguments on to tritonserver.
-Without it (a dev venv that only has the pip packages) the same environment is assembled here from
-the interpreter running pytest: its venv holds nvidia-pytriton's tritonserver and stubs."""
+When pytest runs from build/out/venv (build/setup.sh's venv, as in CI), the server is started with
+build/tritonserver.sh, which sets PATH, LD_LIBRARY_PATH, the backend directory and the python backend
+stub and passes its arguments on to tritonserver. From any other venv holding nvidia-pytriton (a dev
+venv) the same environment is assembled here from the interpreter running pytest, so the server's
+models always run with the Python environment of the tests."""
 
 from __future__ import annotations
 
@@ -21,7 +22,9 @@ from pathlib import Path
 
 REPO = Path(__file__).resolve().parents[2]
 LAUNCHER = REPO / "build" / "tritonserver.sh"
-SHM_PREFIX = "triton_python_backend_shm_region"
+SETUP_VENV = REPO / "build" / "out" / "venv"
+# Python-backend shared memory: the default region names, and build/tritonserver.sh's voxcpm_<pid>_.
+SHM_PATTERNS = ("triton_python_backend_shm_region*", "voxcpm_*_*")
 
 
 def free_port() -> int:
@@ -52,6 +55,7 @@ def _fallback_command(workdir: Path) -> tuple[list[str], dict[str, str]]:
 
 
 def live_shm_names() -> set[str]:
+    """Names of /dev/shm files some live process has mapped."""
     names = set()
     for maps in Path("/proc").glob("[0-9]*/maps"):
         try:
@@ -59,17 +63,18 @@ def live_shm_names() -> set[str]:
         except OSError:
             continue
         for line in text.splitlines():
-            if SHM_PREFIX in line:
-                names.add(line.rsplit("/", 1)[-1].split(" ")[0])
+            if "/dev/shm/" in line:
+                names.add(line.split("/dev/shm/", 1)[1].split(" ")[0])
     return names
 
 
 def clean_stale_shm() -> None:
     """Remove python-backend shared memory left by killed servers (no live process maps it)."""
     live = live_shm_names()
-    for path in Path("/dev/shm").glob(SHM_PREFIX + "*"):
-        if path.name not in live:
-            path.unlink(missing_ok=True)
+    for pattern in SHM_PATTERNS:
+        for path in Path("/dev/shm").glob(pattern):
+            if path.name not in live:
+                path.unlink(missing_ok=True)
 
 
 @dataclass
@@ -146,7 +151,7 @@ def start_server(
     ready_timeout_s: float = 180.0,
 ) -> TritonServer:
     clean_stale_shm()
-    if LAUNCHER.is_file():
+    if LAUNCHER.is_file() and Path(sys.prefix).resolve() == SETUP_VENV.resolve():
         command, env = ["bash", str(LAUNCHER)], dict(os.environ)
     else:
         command, env = _fallback_command(workdir)
@@ -172,3 +177,21 @@ def start_server(
             raise RuntimeError(f"tritonserver did not become ready; its log:\n{server.log()[-6000:]}")
         time.sleep(0.5)
     return server
+
+
+def perf_analyzer_command(workdir: Path) -> tuple[list[str], dict[str, str]]:
+    """perf_analyzer of the tritonclient 2.51.0 wheel, with the two libraries it links (bundled by
+    nvidia-pytriton under hashed names) given their sonames, as build/perf_analyzer.sh does."""
+    if (REPO / "build" / "perf_analyzer.sh").is_file() and Path(sys.prefix).resolve() == SETUP_VENV.resolve():
+        return ["bash", str(REPO / "build" / "perf_analyzer.sh")], dict(os.environ)
+    libs = _triton_home().parent.parent / "nvidia_pytriton.libs"
+    sonames = workdir / "lib"
+    sonames.mkdir(exist_ok=True)
+    for soname, pattern in (("libb64.so.0d", "libb64-*.so.0d"), ("libcudart.so.12", "libcudart-*.so.12*")):
+        target = sorted(libs.glob(pattern))[0]
+        link = sonames / soname
+        if not link.exists():
+            link.symlink_to(target)
+    env = dict(os.environ)
+    env["LD_LIBRARY_PATH"] = os.pathsep.join([str(sonames), env.get("LD_LIBRARY_PATH", "")]).rstrip(os.pathsep)
+    return [str(Path(sys.executable).parent / "perf_analyzer")], env

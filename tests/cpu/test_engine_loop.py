@@ -1,0 +1,139 @@
+"""voxcpm_triton.serving.engine_loop: the ar_decoder's engine thread routes each stream's windows to
+its sink unchanged, ends every stream exactly once, frees the slot of a cancelled stream and never
+hangs a stream on a bad request or on shutdown."""
+
+from __future__ import annotations
+
+import threading
+import time
+
+import numpy as np
+import pytest
+import torch
+
+from voxcpm_triton.checkpoint.loader import load_checkpoint
+from voxcpm_triton.checkpoint.make import make_checkpoint
+from voxcpm_triton.engine.engine import Engine
+from voxcpm_triton.engine.prefill import build_prefill
+from voxcpm_triton.engine.request import GenerationRequest
+from voxcpm_triton.serving.engine_loop import EngineLoop
+
+WINDOW = 3
+
+
+class ListSink:
+    """Collects what the loop sends; `cancel_after` windows later it reports a cancelled client."""
+
+    def __init__(self, cancel_after: int | None = None) -> None:
+        self.windows: list[np.ndarray] = []
+        self.endings: list[str] = []
+        self.cancel_after = cancel_after
+        self.ended = threading.Event()
+
+    def send_window(self, window):
+        self.windows.append(window.copy())
+
+    def finish(self):
+        self.endings.append("finish")
+        self.ended.set()
+
+    def fail(self, message):
+        self.endings.append(f"fail: {message}")
+        self.ended.set()
+
+    def is_cancelled(self):
+        return self.cancel_after is not None and len(self.windows) >= self.cancel_after
+
+
+@pytest.fixture(scope="module")
+def model(tmp_path_factory):
+    folder = make_checkpoint(tmp_path_factory.mktemp("ckpt") / "tiny", "voxcpm2", size="tiny")
+    return load_checkpoint(folder).model
+
+
+def _engine(model) -> Engine:
+    return Engine(model, max_slots=4, max_context=512, device="cpu", window_patches=WINDOW)
+
+
+def _request(model, request_id: str, tokens, length: int, seed: int) -> GenerationRequest:
+    seq = build_prefill(tokens, None, None, model.config)
+    return GenerationRequest(request_id, seq.tokens, seq.feats, seq.text_mask, seq.audio_mask,
+                             seq.context_patches, min_len=length, max_len=length, seed=seed)
+
+
+def _direct(model, requests) -> dict[str, list[np.ndarray]]:
+    engine = _engine(model)
+    for request in requests:
+        engine.submit(request)
+    windows: dict[str, list[np.ndarray]] = {r.request_id: [] for r in requests}
+    while engine.has_work:
+        for output in engine.step():
+            if len(output.window):
+                windows[output.request_id].append(output.window)
+    return windows
+
+
+def test_windows_reach_their_sinks_unchanged(model):
+    lengths = {"a": 3, "b": 6}
+    make = lambda: [_request(model, rid, [5 + i, 9, 12], n, seed=i) for i, (rid, n) in enumerate(lengths.items())]
+    expected = _direct(model, make())
+    slots: list[int] = []
+    loop = EngineLoop(_engine(model), on_live_slots=slots.append)
+    loop.start()
+    sinks = {rid: ListSink() for rid in lengths}
+    for request in make():
+        loop.submit(request, sinks[request.request_id])
+    for sink in sinks.values():
+        assert sink.ended.wait(60)
+    loop.stop()
+    for rid, n in lengths.items():
+        assert sinks[rid].endings == ["finish"]
+        assert len(sinks[rid].windows) == n
+        for got, want in zip(sinks[rid].windows, expected[rid]):
+            np.testing.assert_array_equal(got, want)
+    assert slots[-1] == 0 and max(slots) == 2
+
+
+def test_cancelled_stream_frees_its_slot(model):
+    engine = _engine(model)
+    loop = EngineLoop(engine, cancel_poll_s=0.0)
+    loop.start()
+    sink = ListSink(cancel_after=2)
+    loop.submit(_request(model, "long", [7, 8], 400, seed=3), sink)
+    assert sink.ended.wait(60)
+    deadline = time.monotonic() + 10
+    while engine.has_work and time.monotonic() < deadline:
+        time.sleep(0.01)
+    assert sink.endings == ["finish"]
+    assert 2 <= len(sink.windows) < 400
+    assert engine.live_slots == 0 and not engine.has_work
+    assert loop.live_streams == 0
+    loop.stop()
+
+
+def test_bad_request_fails_its_stream_only(model):
+    loop = EngineLoop(_engine(model))
+    loop.start()
+    bad = _request(model, "bad", [5], 3, seed=0)
+    bad.tokens = torch.tensor([10**6, 1])
+    bad_sink, good_sink = ListSink(), ListSink()
+    loop.submit(bad, bad_sink)
+    loop.submit(_request(model, "good", [5, 6], 2, seed=0), good_sink)
+    assert bad_sink.ended.wait(10) and good_sink.ended.wait(60)
+    assert bad_sink.endings[0].startswith("fail: tokens must lie in")
+    assert good_sink.endings == ["finish"]
+    loop.stop()
+
+
+def test_stop_ends_live_streams_with_an_error(model):
+    loop = EngineLoop(_engine(model))
+    loop.start()
+    sink = ListSink()
+    loop.submit(_request(model, "endless", [5, 6], 400, seed=1), sink)
+    while not sink.windows:
+        time.sleep(0.01)
+    loop.stop()
+    assert sink.endings == ["fail: the model is shutting down"]
+    late = ListSink()
+    loop.submit(_request(model, "late", [5], 2, seed=1), late)
+    assert late.endings == ["fail: the model is shutting down"]

@@ -1,0 +1,72 @@
+"""Client cancellation mid-stream frees the decoder's slot.
+
+A request sent to ar_decoder itself sees the cancellation at once (response_sender.is_cancelled()).
+Through the voxcpm ensemble, Triton 2.51 only cancels the ensemble's *next* step requests, not the
+decoder request already streaming, so there the slot is freed when the stream reaches its own end
+(MAX_SECONDS / length limit); the test checks that nothing leaks and the server keeps serving."""
+
+import queue
+import time
+
+import numpy as np
+import pytest
+import tritonclient.grpc as grpcclient
+
+from client.streaming import VoxCPMClient
+from voxcpm_triton.serving.request_tensors import WIRE_DTYPES
+
+pytestmark = pytest.mark.server
+
+TRITON_DTYPES = {np.int64: "INT64", np.int32: "INT32", np.float32: "FP32"}
+
+
+def _decoder_inputs(url: str, text: str, length: int) -> list[grpcclient.InferInput]:
+    """ar_decoder tensors from the text_encoder, forced to exactly `length` patches."""
+    client = grpcclient.InferenceServerClient(url)
+    tensor = grpcclient.InferInput("TEXT", [1, 1], "BYTES")
+    tensor.set_data_from_numpy(np.array([[text.encode()]], dtype=object))
+    result = client.infer("text_encoder", [tensor])
+    arrays = {name: result.as_numpy(name) for name in WIRE_DTYPES}
+    arrays["MIN_LEN"] = np.array([[length]], np.int32)
+    arrays["MAX_LEN"] = np.array([[length]], np.int32)
+    inputs = []
+    for name, dtype in WIRE_DTYPES.items():
+        tensor = grpcclient.InferInput(name, list(arrays[name].shape), TRITON_DTYPES[dtype])
+        tensor.set_data_from_numpy(arrays[name].astype(dtype))
+        inputs.append(tensor)
+    return inputs
+
+
+def test_cancel_frees_the_decoder_slot_at_once(triton_server):
+    length = 1500  # far more steps than fit in the time allowed below
+    replies: queue.Queue = queue.Queue()
+    client = grpcclient.InferenceServerClient(triton_server.grpc_url)
+    client.start_stream(callback=lambda result, error: replies.put((result, error)))
+    client.async_stream_infer("ar_decoder", _decoder_inputs(triton_server.grpc_url, "Cancel me.", length))
+    started = time.monotonic()
+    for _ in range(2):
+        result, error = replies.get(timeout=60)
+        assert error is None, error
+        assert result.as_numpy("WINDOW").ndim == 4
+    assert triton_server.live_slots() == 1
+    step_s = (time.monotonic() - started) / 2
+    client.stop_stream(cancel_requests=True)
+    cancelled = time.monotonic()
+    assert triton_server.wait_idle(timeout_s=10) == 0
+    freed_after = time.monotonic() - cancelled
+    assert freed_after < 2.0 and freed_after < 0.5 * length * step_s, (
+        f"slot freed {freed_after:.2f} s after cancel; finishing would have taken ~{length * step_s:.1f} s"
+    )
+    audio, _, _ = VoxCPMClient(triton_server.grpc_url).synthesize("Next one.", max_seconds=0.3, seed=2)
+    assert audio.size > 0
+
+
+def test_cancel_through_the_ensemble_leaks_nothing(triton_server):
+    client = VoxCPMClient(triton_server.grpc_url)
+    stream = client.stream("A longer sentence that we stop listening to early.", max_seconds=3.0, seed=4)
+    first = next(stream)
+    assert first.size > 0
+    stream.close()  # stops the gRPC stream with cancel_requests=True
+    assert triton_server.wait_idle(timeout_s=60) == 0
+    audio, _, _ = client.synthesize("Still here.", max_seconds=0.3, seed=5)
+    assert audio.size > 0
