@@ -1,0 +1,110 @@
+"""Strict loading of a checkpoint folder in the official layout.
+
+The reference loads with strict=False, so a checkpoint with a missing or renamed tensor silently
+runs with random weights. Here every tensor file is compared with the modules built from
+config.json before anything is copied, and one CheckpointError lists every missing, unexpected and
+mis-shaped tensor by name.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from pathlib import Path
+
+import torch
+from safetensors.torch import load_file
+
+from voxcpm_triton.audio.audio_vae import AudioVAE, build_audio_vae
+from voxcpm_triton.config import ModelConfig, load_config
+from voxcpm_triton.model.voxcpm import VoxCPMModel, build_model
+from voxcpm_triton.text.tokenizer import TextTokenizer
+
+_MODEL_FILES = ("model.safetensors", "pytorch_model.bin")
+_VAE_FILES = ("audiovae.safetensors", "audiovae.pth")
+_SUPPORTED_DTYPES = (torch.float32, torch.bfloat16, torch.float16)
+
+
+class CheckpointError(ValueError):
+    """The checkpoint folder does not match what its config.json describes."""
+
+
+@dataclass
+class LoadedCheckpoint:
+    config: ModelConfig
+    model: VoxCPMModel  # eval mode, weights in the requested dtype
+    audio_vae: AudioVAE  # eval mode, float32, weight norm folded
+    tokenizer: TextTokenizer
+    folder: Path
+
+
+def _first_existing(folder: Path, names: tuple[str, ...], what: str) -> Path:
+    for name in names:
+        if (folder / name).is_file():
+            return folder / name
+    raise CheckpointError(f"{what}: none of {', '.join(names)} in checkpoint folder {str(folder)!r}")
+
+
+def _read_tensors(path: Path, device: torch.device | str) -> dict[str, torch.Tensor]:
+    if path.suffix == ".safetensors":
+        return load_file(str(path), device=str(device))
+    # weights_only: a checkpoint must not be able to run code at load time.
+    payload = torch.load(path, map_location=device, weights_only=True)
+    if isinstance(payload, dict) and isinstance(payload.get("state_dict"), dict):
+        payload = payload["state_dict"]
+    if not isinstance(payload, dict) or not all(isinstance(v, torch.Tensor) for v in payload.values()):
+        raise CheckpointError(f"{path.name}: expected a dict of tensors (optionally under 'state_dict')")
+    return payload
+
+
+def check_tensors(file_name: str, expected: dict[str, torch.Size], found: dict[str, torch.Tensor]) -> None:
+    """Raise CheckpointError naming every missing, unexpected and mis-shaped tensor."""
+    missing = sorted(set(expected) - set(found))
+    unexpected = sorted(set(found) - set(expected))
+    misshaped = sorted(
+        f"{name} (file {tuple(found[name].shape)}, expected {tuple(shape)})"
+        for name, shape in expected.items()
+        if name in found and tuple(found[name].shape) != tuple(shape)
+    )
+    problems = []
+    if missing:
+        problems.append(f"missing tensors: {', '.join(missing)}")
+    if unexpected:
+        problems.append(f"unexpected tensors: {', '.join(unexpected)}")
+    if misshaped:
+        problems.append(f"mis-shaped tensors: {', '.join(misshaped)}")
+    if problems:
+        raise CheckpointError(f"{file_name} does not match config.json: " + "; ".join(problems))
+
+
+def load_checkpoint(folder: str | Path, dtype: torch.dtype = torch.float32,
+                    device: torch.device | str = "cpu") -> LoadedCheckpoint:
+    """Config, model (in `dtype`), AudioVAE (fp32, folded) and tokenizer from a checkpoint folder."""
+    folder = Path(folder)
+    if dtype not in _SUPPORTED_DTYPES:
+        raise ValueError(f"dtype={dtype}; allowed: {', '.join(str(d) for d in _SUPPORTED_DTYPES)}")
+    config = load_config(folder)
+
+    model_path = _first_existing(folder, _MODEL_FILES, "model weights")
+    vae_path = _first_existing(folder, _VAE_FILES, "AudioVAE weights")
+    model_state = _read_tensors(model_path, device)
+    vae_state = _read_tensors(vae_path, "cpu")
+
+    with torch.device(device):
+        model = build_model(config)
+    check_tensors(model_path.name, {k: v.shape for k, v in model.state_dict().items()}, model_state)
+    model.to(dtype)
+    model.load_state_dict(model_state, strict=True)
+    del model_state
+
+    audio_vae = build_audio_vae(config)
+    check_tensors(vae_path.name, {k: v.shape for k, v in audio_vae.state_dict().items()}, vae_state)
+    audio_vae.load_state_dict(vae_state, strict=True)
+    # The VAE stays fp32 whatever the LM dtype (as in the reference): its output is the waveform.
+    audio_vae = audio_vae.fold_weight_norm().to(device=device, dtype=torch.float32)
+
+    tokenizer = TextTokenizer.from_folder(folder)
+    if tokenizer.vocab_size > config.lm.vocab_size:
+        raise CheckpointError(
+            f"tokenizer.json has {tokenizer.vocab_size} tokens but lm_config.vocab_size is {config.lm.vocab_size}"
+        )
+    return LoadedCheckpoint(config, model.eval(), audio_vae.eval(), tokenizer, folder)
