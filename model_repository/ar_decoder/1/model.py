@@ -58,7 +58,10 @@ class TritonPythonModel:
         engine = Engine(
             loaded.model.to(device),
             max_slots=model_settings.int_parameter(parameters, "max_slots", 64, 1, 4096),
-            max_context=model_settings.int_parameter(parameters, "max_context", 4096, 16, 1 << 20),
+            # A cap: a checkpoint's own max_length (tiny ones: 512) may be smaller.
+            max_context=min(
+                model_settings.int_parameter(parameters, "max_context", 4096, 16, 1 << 20), loaded.config.max_length
+            ),
             device=device,
             window_patches=window_patches,
         )
