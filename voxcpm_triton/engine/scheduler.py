@@ -1,0 +1,119 @@
+"""Scheduler: which streams run this step, and the bookkeeping of what they produced.
+
+It owns host-side state only (queue, slots, per-stream counters and the left-context window of
+recent patches); the runner owns everything on the device.
+"""
+
+from __future__ import annotations
+
+from collections import deque
+from dataclasses import dataclass, field
+
+import numpy as np
+
+from voxcpm_triton.engine.request import GenerationRequest, StepOutput
+from voxcpm_triton.engine.slots import SlotPool
+
+
+@dataclass
+class Stream:
+    request: GenerationRequest
+    slot: int
+    budget: int  # most patches it may produce
+    produced: int = 0
+    window: deque = field(default_factory=deque)  # recent patches, np.float32 [P, D] each
+
+    @property
+    def position(self) -> int:
+        """KV-cache row its next decode step writes."""
+        return self.request.prompt_length + self.produced
+
+
+@dataclass
+class Batch:
+    admitted: list[Stream]  # need a prefill before this step's decode
+    running: list[Stream]  # every live stream (admitted ones included), in batch-row order
+
+
+class Scheduler:
+    def __init__(self, max_slots: int, max_context: int, window_patches: int):
+        if window_patches < 1:
+            raise ValueError(f"window_patches must be >= 1, got {window_patches}")
+        self.slots = SlotPool(max_slots)
+        self.max_context = max_context
+        self.window_patches = window_patches
+        self.queue: deque[GenerationRequest] = deque()
+        self.running: dict[str, Stream] = {}
+        self._cancelled: set[str] = set()
+
+    def add(self, request: GenerationRequest) -> None:
+        if request.request_id in self.running or any(r.request_id == request.request_id for r in self.queue):
+            raise ValueError(f"request_id {request.request_id!r} is already in the engine")
+        self.queue.append(request)
+
+    def cancel(self, request_id: str) -> bool:
+        """Mark a queued or running stream for removal at the next schedule(); False if unknown."""
+        if request_id in self.running or any(r.request_id == request_id for r in self.queue):
+            self._cancelled.add(request_id)
+            return True
+        return False
+
+    @property
+    def has_work(self) -> bool:
+        return bool(self.queue or self.running or self._cancelled)
+
+    def schedule(self) -> tuple[Batch, list[StepOutput]]:
+        """Drop cancelled streams, admit queued requests into free slots, and return the batch."""
+        ended = [self._end(stream, error="cancelled") for stream in list(self.running.values())
+                 if stream.request.request_id in self._cancelled]
+        kept = deque()
+        for request in self.queue:
+            if request.request_id in self._cancelled:
+                ended.append(StepOutput(request.request_id, self._empty_window(request), True, "cancelled"))
+            else:
+                kept.append(request)
+        self.queue = kept
+        self._cancelled.clear()
+        admitted = []
+        while self.queue and self.slots.free:
+            request = self.queue.popleft()
+            stream = Stream(request, self.slots.allocate(), request.patch_budget(self.max_context))
+            for patch in request.context_patches[-(self.window_patches - 1):] if self.window_patches > 1 else []:
+                stream.window.append(patch.detach().to("cpu").float().numpy())
+            self.running[request.request_id] = stream
+            admitted.append(stream)
+        return Batch(admitted, list(self.running.values())), ended
+
+    def book(self, batch: Batch, patches: np.ndarray, stop: np.ndarray) -> list[StepOutput]:
+        """Record each stream's new patch [P, D] and stop flag; end streams that are done.
+
+        As in the reference loop, step i's patch is always emitted, then the stream ends if the
+        stop head fired and i > min_len, or if it has used its patch budget.
+        """
+        outputs = []
+        for row, stream in enumerate(batch.running):
+            step = stream.produced
+            stream.produced += 1
+            stream.window.append(patches[row])
+            while len(stream.window) > self.window_patches:
+                stream.window.popleft()
+            finished = (bool(stop[row]) and step > stream.request.min_len) or stream.produced >= stream.budget
+            outputs.append(StepOutput(stream.request.request_id, np.stack(stream.window), finished, None, step))
+            if finished:
+                self._release(stream)
+        return outputs
+
+    def fail(self, streams: list[Stream], message: str) -> list[StepOutput]:
+        return [self._end(stream, error=message) for stream in streams if stream.request.request_id in self.running]
+
+    def _end(self, stream: Stream, error: str) -> StepOutput:
+        self._release(stream)
+        return StepOutput(stream.request.request_id, self._empty_window(stream.request), True, error)
+
+    def _release(self, stream: Stream) -> None:
+        del self.running[stream.request.request_id]
+        self.slots.release(stream.slot)
+
+    @staticmethod
+    def _empty_window(request: GenerationRequest) -> np.ndarray:
+        return np.zeros((0, *request.feats.shape[1:]), dtype=np.float32)
