@@ -1,0 +1,164 @@
+#!/usr/bin/env bash
+# Sets up everything the server, the demo and the tests need, under build/out/ (git-ignored):
+#   build/out/venv                      Python venv: torch, numpy<2, tritonserver (nvidia-pytriton),
+#                                       tritonclient + perf_analyzer, this package (editable)
+#   build/out/tritonserver/backends     Triton backends dir: python backend + the stub for the venv's Python
+#   build/out/lib                       sonames perf_analyzer looks for (bundled by nvidia-pytriton)
+#   build/out/kernels                   CUDA kernels library (only where nvcc exists; build/build_kernels.sh)
+#   build/out/checkpoints/voxcpm2-tiny  deterministic random-weight demo checkpoint
+# Idempotent: each step records a hash of its inputs and is skipped when they have not changed.
+#
+# Environment:
+#   PYTHON=/path/to/python3.X   interpreter for the venv (3.10-3.12; default: python3 on PATH)
+#   PIP_FIND_LINKS / PIP_NO_INDEX etc.  honoured by pip as usual (offline GPU machines: a wheel folder)
+#   VOXCPM_SKIP_KERNELS=1       do not build the kernels library even where nvcc exists
+set -euo pipefail
+
+ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
+OUT="$ROOT/build/out"
+VENV="$OUT/venv"
+STAMPS="$OUT/stamps"
+mkdir -p "$OUT" "$STAMPS"
+
+log() { printf '[setup] %s\n' "$*"; }
+
+# hash_of FILE_OR_TEXT...: one hash over the given files' contents and literal strings.
+hash_of() {
+    local item
+    for item in "$@"; do
+        if [ -f "$item" ]; then cat "$item"; else printf '%s\n' "$item"; fi
+    done | sha256sum | cut -d' ' -f1
+}
+stamp_ok() { [ -f "$STAMPS/$1" ] && [ "$(cat "$STAMPS/$1")" = "$2" ]; }
+stamp_set() { printf '%s\n' "$2" > "$STAMPS/$1"; }
+
+# ---------------------------------------------------------------- interpreter
+PY="${PYTHON:-python3}"
+command -v "$PY" >/dev/null || { echo "setup: $PY not found; set PYTHON=/path/to/python3.10-3.12" >&2; exit 1; }
+PY_VER="$("$PY" -c 'import sys; print(f"{sys.version_info[0]}.{sys.version_info[1]}")')"
+case "$PY_VER" in
+    3.10|3.11|3.12) ;;
+    *) echo "setup: $PY is Python $PY_VER; need 3.10-3.12 (set PYTHON=...)" >&2; exit 1 ;;
+esac
+
+# A CUDA torch already installed for this interpreter (GPU machines) is reused instead of installing
+# one: its site-packages folder is appended to the venv through a .pth file, so the venv's own
+# numpy 1.26 and transformers<5 still come first on sys.path.
+HOST_TORCH_DIR="$("$PY" - <<'EOF' 2>/dev/null || true
+import os
+try:
+    import torch
+except Exception:
+    raise SystemExit(0)
+if torch.version.cuda:
+    print(os.path.dirname(os.path.dirname(torch.__file__)))
+EOF
+)"
+
+# ---------------------------------------------------------------- venv + packages
+REQS=(
+    "numpy==1.26.4"                # the python backend of Triton 24.10 breaks silently with numpy 2
+    "nvidia-pytriton==0.7.0"       # real tritonserver 2.51 + python backend + stubs
+    "tritonclient[all]==2.51.0"    # last wheel that ships a working perf_analyzer
+    "safetensors" "soundfile" "tokenizers" "pytest" "einops" "pydantic" "transformers<5"
+)
+VENV_KEY="$(hash_of "$PY_VER" "$HOST_TORCH_DIR" "${REQS[@]}" "voxcpm==2.0.3" "$ROOT/pyproject.toml")"
+if [ -x "$VENV/bin/python" ] && stamp_ok venv "$VENV_KEY"; then
+    log "venv up to date ($VENV)"
+else
+    log "creating venv with $PY (Python $PY_VER) at $VENV"
+    rm -rf "$VENV"
+    "$PY" -m venv "$VENV"
+    # This machine's pip configuration lists local indexes that lack most names; pip warns about each.
+    pip_install() {
+        "$VENV/bin/python" -m pip --disable-pip-version-check install -q "$@" \
+            2> >(grep -v '^WARNING: Location' >&2)
+    }
+    SITE="$("$VENV/bin/python" -c 'import sysconfig; print(sysconfig.get_paths()["purelib"])')"
+    if [ -n "$HOST_TORCH_DIR" ]; then
+        log "reusing the CUDA torch in $HOST_TORCH_DIR"
+        printf '%s\n' "$HOST_TORCH_DIR" > "$SITE/zz_host_torch.pth"
+    else
+        # Prefer a torch wheel lying on local disk (pip's find-links): the CPU build here; only
+        # without one ask the index.
+        log "installing torch==2.13.0"
+        pip_install --no-index torch==2.13.0 2>/dev/null \
+            || pip_install torch==2.13.0
+    fi
+    log "installing tritonserver, tritonclient and the Python dependencies"
+    pip_install --prefer-binary "${REQS[@]}"
+    # The reference implementation (parity tests only); its own dependency pins would drag in
+    # packages the server does not use.
+    pip_install --no-deps "voxcpm==2.0.3"
+    pip_install --no-deps -e "$ROOT"
+    "$VENV/bin/python" -c 'import torch, numpy; assert numpy.__version__.startswith("1."), numpy.__version__'
+    stamp_set venv "$VENV_KEY"
+fi
+
+# ---------------------------------------------------------------- tritonserver backends
+SITE="$("$VENV/bin/python" -c 'import sysconfig; print(sysconfig.get_paths()["purelib"])')"
+TRITON_HOME="$SITE/pytriton/tritonserver"
+BACKENDS="$OUT/tritonserver/backends"
+STUB="$TRITON_HOME/python_backend_stubs/$PY_VER/triton_python_backend_stub"
+[ -f "$STUB" ] || { echo "setup: no python backend stub for Python $PY_VER in $TRITON_HOME" >&2; exit 1; }
+BACKEND_KEY="$(hash_of "$VENV_KEY" "$TRITON_HOME/backends/python/libtriton_python.so" "$STUB")"
+if stamp_ok backends "$BACKEND_KEY" && [ -x "$BACKENDS/python/triton_python_backend_stub" ]; then
+    log "tritonserver backends up to date ($BACKENDS)"
+else
+    log "preparing tritonserver backends in $BACKENDS"
+    rm -rf "$BACKENDS"
+    mkdir -p "$BACKENDS"
+    cp -r "$TRITON_HOME/backends/python" "$BACKENDS/python"
+    rm -rf "$BACKENDS/python/__pycache__"
+    # The python backend starts the stub that sits next to its library; the stub must match the
+    # Python that runs the models (the venv's).
+    cp "$STUB" "$BACKENDS/python/triton_python_backend_stub"
+    # Wheels unpacked by hand lose exec bits; pip keeps them, but make sure either way.
+    chmod +x "$BACKENDS/python/triton_python_backend_stub" "$TRITON_HOME/bin/tritonserver"
+    stamp_set backends "$BACKEND_KEY"
+fi
+
+# perf_analyzer (tritonclient wheel) links libb64.so.0d and libcudart.so.12; nvidia-pytriton bundles
+# both under hashed names. Give them their sonames in one folder (build/perf_analyzer.sh uses it).
+LIBS="$SITE/nvidia_pytriton.libs"
+mkdir -p "$OUT/lib"
+ln -sfn "$(ls "$LIBS"/libb64-*.so.0d | head -n1)" "$OUT/lib/libb64.so.0d"
+ln -sfn "$(ls "$LIBS"/libcudart-*.so.12* | head -n1)" "$OUT/lib/libcudart.so.12"
+
+# ---------------------------------------------------------------- CUDA kernels library
+if [ "${VOXCPM_SKIP_KERNELS:-0}" = 1 ]; then
+    log "kernels: skipped (VOXCPM_SKIP_KERNELS=1)"
+elif ! command -v nvcc >/dev/null; then
+    log "kernels: skipped (no nvcc on PATH; the ops use their PyTorch reference path)"
+elif [ ! -f "$ROOT/build/build_kernels.sh" ]; then
+    log "kernels: skipped (build/build_kernels.sh not present)"
+else
+    KERNELS_KEY="$(hash_of "$ROOT/build/build_kernels.sh" $(find "$ROOT/kernels" -type f 2>/dev/null | sort) "$(command -v nvcc)")"
+    if stamp_ok kernels "$KERNELS_KEY"; then
+        log "kernels library up to date"
+    else
+        log "building the kernels library (build/build_kernels.sh)"
+        PATH="$VENV/bin:$PATH" bash "$ROOT/build/build_kernels.sh"
+        stamp_set kernels "$KERNELS_KEY"
+    fi
+fi
+
+# ---------------------------------------------------------------- demo checkpoint
+CKPT="$OUT/checkpoints/voxcpm2-tiny"
+# The generator's output depends on the model/audio/text code (parameter names and shapes), so any
+# change in the package regenerates it; it takes seconds.
+CKPT_KEY="$(hash_of "$VENV_KEY" $(find "$ROOT/voxcpm_triton" -name '*.py' -type f | sort))"
+if [ ! -f "$ROOT/voxcpm_triton/checkpoint/make.py" ]; then
+    log "demo checkpoint: skipped (voxcpm_triton/checkpoint/make.py not present yet)"
+elif [ -f "$CKPT/config.json" ] && stamp_ok checkpoint "$CKPT_KEY"; then
+    log "demo checkpoint up to date ($CKPT)"
+else
+    log "making the demo checkpoint at $CKPT"
+    rm -rf "$CKPT.tmp" "$CKPT"
+    mkdir -p "$(dirname "$CKPT")"
+    "$VENV/bin/python" -m voxcpm_triton.checkpoint.make --variant voxcpm2 --size tiny --out "$CKPT.tmp"
+    mv "$CKPT.tmp" "$CKPT"
+    stamp_set checkpoint "$CKPT_KEY"
+fi
+
+log "done"

@@ -1,0 +1,94 @@
+#!/usr/bin/env bash
+# Usage: build/tritonserver.sh [tritonserver options...]
+#
+# Starts the tritonserver that build/setup.sh installed on this repository's model_repository/.
+# The script execs tritonserver, so the PID that started it is the server's (send it SIGTERM or
+# SIGINT to stop it). It does not run build/setup.sh: run that first (build/demo.sh and
+# build/test.sh do).
+#
+# Every option is passed to tritonserver unchanged. These defaults are added unless the same option
+# is on the command line (as --opt=value or --opt value):
+#   --model-repository   <repo>/model_repository
+#   --backend-directory  <repo>/build/out/tritonserver/backends
+#   --http-address, --grpc-address, --metrics-address   $TRITON_ADDRESS        (default 127.0.0.1)
+#   --http-port          $TRITON_HTTP_PORT     (default 8000)
+#   --grpc-port          $TRITON_GRPC_PORT     (default 8001)
+#   --metrics-port       $TRITON_METRICS_PORT  (default 8002)
+#   --model-config-name  $TRITON_MODEL_CONFIG_NAME; when unset: "cpu" where nvidia-smi lists no GPU
+#                        (models then load configs/cpu.pbtxt where they have one), else none
+#   --backend-config=python,shm-region-prefix-name=voxcpm_<pid>_   (so stale regions of killed
+#                        servers can be told apart and removed at the next start)
+# Which checkpoint is served: see README.md ("Serving a real checkpoint"); the environment is passed
+# to the models unchanged.
+#
+# Examples:
+#   build/tritonserver.sh
+#   TRITON_GRPC_PORT=9001 build/tritonserver.sh --log-verbose=1
+#   build/tritonserver.sh --http-port 18000 --grpc-port 18001 --metrics-port 18002
+set -euo pipefail
+
+ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
+OUT="$ROOT/build/out"
+VENV="$OUT/venv"
+BACKENDS="$OUT/tritonserver/backends"
+
+if [ ! -x "$VENV/bin/python" ] || [ ! -x "$BACKENDS/python/triton_python_backend_stub" ]; then
+    echo "tritonserver.sh: run build/setup.sh first ($VENV or $BACKENDS missing)" >&2
+    exit 1
+fi
+
+read -r SITE PY_LIBDIR < <("$VENV/bin/python" -c \
+    'import sysconfig; print(sysconfig.get_paths()["purelib"], sysconfig.get_config_var("LIBDIR"))')
+SERVER="$SITE/pytriton/tritonserver/bin/tritonserver"
+
+has_opt() {
+    local want="$1" arg
+    shift
+    for arg in "$@"; do
+        case "$arg" in "$want" | "$want"=*) return 0 ;; esac
+    done
+    return 1
+}
+
+DEFAULTS=()
+add_default() { has_opt "$1" "${ARGS[@]}" || DEFAULTS+=("$1=$2"); }
+ARGS=("$@")
+ADDRESS="${TRITON_ADDRESS:-127.0.0.1}"
+add_default --model-repository "$ROOT/model_repository"
+add_default --backend-directory "$BACKENDS"
+add_default --http-address "$ADDRESS"
+add_default --grpc-address "$ADDRESS"
+add_default --metrics-address "$ADDRESS"
+add_default --http-port "${TRITON_HTTP_PORT:-8000}"
+add_default --grpc-port "${TRITON_GRPC_PORT:-8001}"
+add_default --metrics-port "${TRITON_METRICS_PORT:-8002}"
+
+if [ -n "${TRITON_MODEL_CONFIG_NAME+set}" ]; then
+    CONFIG_NAME="$TRITON_MODEL_CONFIG_NAME"
+elif nvidia-smi -L 2>/dev/null | grep -q '^GPU '; then
+    CONFIG_NAME=""
+else
+    CONFIG_NAME="cpu"
+fi
+[ -z "$CONFIG_NAME" ] || add_default --model-config-name "$CONFIG_NAME"
+
+# Python-backend shared-memory regions of a server that was killed stay in /dev/shm; ours carry the
+# server's PID (this shell's PID, which exec hands to tritonserver), so remove those of dead PIDs.
+for region in /dev/shm/voxcpm_*_*; do
+    [ -e "$region" ] || continue
+    pid="${region#/dev/shm/voxcpm_}"
+    pid="${pid%%_*}"
+    case "$pid" in '' | *[!0-9]*) continue ;; esac
+    kill -0 "$pid" 2>/dev/null || rm -f "$region"
+done
+if ! printf '%s\n' "${ARGS[@]}" | grep -q 'shm-region-prefix-name'; then
+    DEFAULTS+=("--backend-config=python,shm-region-prefix-name=voxcpm_$$_")
+fi
+
+# The python backend starts its stub with the first python3 on PATH: the venv's, which has torch,
+# numpy<2 and this package. The stub links the base interpreter's libpython; the server binary
+# links the libraries bundled in nvidia_pytriton.libs.
+export PATH="$VENV/bin:$PATH"
+export LD_LIBRARY_PATH="$SITE/nvidia_pytriton.libs:$PY_LIBDIR${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}"
+
+exec "$SERVER" "${DEFAULTS[@]}" "${ARGS[@]}"
