@@ -1,0 +1,111 @@
+"""Ours in-process: the continuous-batching Engine and the WindowedVocoder driven directly, no server.
+
+One loop does what the Triton repository does across its models: engine.step() advances every live
+stream by one patch, the vocoder decodes all new windows of that step as one batch, and each stream's
+chunk is timed when its PCM exists. A level of c clients submits c requests at once; with --rounds > 1
+a client submits its next request as soon as its previous one finished.
+
+The length is forced with min_len = max_len = --patches (and, for parity with the baselines, the
+checkpoint's zeroed stop head: perf/force_length.py).
+
+    python -m perf.inprocess_bench --checkpoint DIR --out ours_inprocess.json [--device cuda]
+"""
+
+from __future__ import annotations
+
+import argparse
+import dataclasses
+import time
+from typing import Optional, Sequence
+
+import torch
+
+from perf.bench_texts import text_for
+from perf.stream_metrics import StreamRecord
+from perf.sweep import add_sweep_options, run_sweep
+from voxcpm_triton.audio.vocoder import WindowedVocoder
+from voxcpm_triton.checkpoint.loader import load_checkpoint
+from voxcpm_triton.engine.engine import Engine
+from voxcpm_triton.frontend import Frontend
+
+DTYPES = {"bfloat16": torch.bfloat16, "float32": torch.float32, "float16": torch.float16}
+
+
+class InProcessSystem:
+    def __init__(self, checkpoint: str, device: str, dtype: torch.dtype, max_slots: int, max_context: int):
+        loaded = load_checkpoint(checkpoint, dtype=dtype, device=device)
+        self.frontend = Frontend(loaded)
+        self.vocoder = WindowedVocoder(loaded.audio_vae, loaded.config.patch_size)
+        self.engine = Engine(loaded.model, max_slots=max_slots, max_context=max_context, device=device,
+                             window_patches=self.vocoder.window_patches)
+        self.sample_rate = int(self.vocoder.sample_rate)
+
+    def request(self, index: int, patches: int, seed: int):
+        prepared = self.frontend.prepare(text_for(index))
+        return dataclasses.replace(prepared, request_id=f"ours-{index}", min_len=patches, max_len=patches,
+                                   seed=seed + index)
+
+    def run_level(self, concurrency: int, rounds: int, first_index: int, patches: int,
+                  seed: int) -> list[StreamRecord]:
+        records: list[StreamRecord] = []
+        live: dict[str, tuple[StreamRecord, int]] = {}  # request id -> (record, its client's slot)
+        left = {slot: rounds for slot in range(concurrency)}
+        counter = iter(range(first_index, first_index + concurrency * rounds))
+
+        def send(slot: int) -> None:
+            left[slot] -= 1
+            index = next(counter)
+            request = self.request(index, patches, seed)
+            record = StreamRecord(request.request_id, sent_at=time.perf_counter())
+            records.append(record)
+            try:
+                self.engine.submit(request)
+            except ValueError as exc:
+                record.error = str(exc)
+                return
+            live[request.request_id] = (record, slot)
+
+        for slot in range(concurrency):
+            send(slot)
+        while live:
+            outputs = self.engine.step()
+            with_audio = [o for o in outputs if o.error is None and o.window is not None and len(o.window)]
+            chunks = self.vocoder.decode([o.window for o in with_audio]) if with_audio else []
+            now = time.perf_counter()
+            for output, chunk in zip(with_audio, chunks):
+                live[output.request_id][0].add_chunk(int(chunk.size), now)
+            for output in outputs:
+                if not (output.finished or output.error) or output.request_id not in live:
+                    continue
+                record, slot = live.pop(output.request_id)
+                record.finished_at = now
+                record.error = output.error
+                if left[slot] > 0:
+                    send(slot)
+        return records
+
+
+def main(argv: Optional[Sequence[str]] = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--checkpoint", required=True)
+    parser.add_argument("--device", default="cuda")
+    parser.add_argument("--dtype", choices=sorted(DTYPES), default="bfloat16")
+    parser.add_argument("--max-context", type=int, default=4096, help="as model_repository/ar_decoder")
+    add_sweep_options(parser)
+    args = parser.parse_args(argv)
+    started = time.perf_counter()
+    system = InProcessSystem(args.checkpoint, args.device, DTYPES[args.dtype], max(args.levels), args.max_context)
+    load_s = time.perf_counter() - started
+
+    def run_level(concurrency: int, rounds: int, first_index: int) -> list[StreamRecord]:
+        return system.run_level(concurrency, rounds, first_index, args.patches, args.seed)
+
+    run_sweep(args.system or "ours in-process", run_level, system.sample_rate, args.levels, args.out,
+              rounds=args.rounds, warmup=args.warmup, budget_s=args.budget_s,
+              meta={"patches": args.patches, "device": args.device, "dtype": args.dtype, "load_s": load_s,
+                    "max_context": args.max_context})
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
