@@ -1,0 +1,119 @@
+"""Prompt audio: validation messages, resampler accuracy and anti-aliasing, patch padding sides,
+and latents equal to the reference's own prompt encoding (audio at the encoder rate)."""
+
+from __future__ import annotations
+
+import math
+from pathlib import Path
+
+import numpy as np
+import pytest
+import torch
+
+from tests.reference_shim import import_reference
+from voxcpm_triton.audio.prompt_audio import check_audio, encode_audio, pad_to_patches
+from voxcpm_triton.audio.resample import output_length, resample
+from voxcpm_triton.checkpoint.loader import load_checkpoint
+from voxcpm_triton.checkpoint.make import make_checkpoint
+
+TOLERANCE = 1e-4
+
+
+def _tone(freq: float, rate: int, seconds: float) -> torch.Tensor:
+    t = torch.arange(int(rate * seconds), dtype=torch.float64) / rate
+    return (0.5 * torch.sin(2 * math.pi * freq * t)).float()
+
+
+@pytest.mark.parametrize("orig, new, freq", [(44100, 16000, 1000.0), (48000, 16000, 3000.0), (22050, 16000, 5000.0),
+                                             (8000, 16000, 1000.0), (16000, 48000, 6000.0), (44101, 16000, 440.0)])
+def test_resampled_tone_matches_analytic(orig: int, new: int, freq: float) -> None:
+    out = resample(_tone(freq, orig, 1.0), orig, new)
+    assert out.shape == (output_length(orig, orig, new),) and out.dtype == torch.float32
+    expected = _tone(freq, new, out.shape[0] / new)[: out.shape[0]]
+    interior = slice(new // 20, -new // 20)  # away from the zero-padded ends
+    assert (out[interior] - expected[interior]).abs().max() < 1e-3
+
+
+def test_downsampling_removes_content_above_new_nyquist() -> None:
+    out = resample(_tone(12000.0, 44100, 1.0), 44100, 16000)  # 12 kHz cannot exist at 16 kHz
+    assert out[800:-800].abs().max() < 1e-3  # < -54 dB of the 0.5 input
+
+
+def test_same_rate_is_untouched() -> None:
+    audio = torch.randn(1234)
+    assert torch.equal(resample(audio, 16000, 16000), audio)
+
+
+@pytest.mark.parametrize(
+    "audio, rate, message",
+    [
+        (np.zeros(16000, np.float32), 4000, "outside the supported"),
+        (np.zeros(16000, np.float32), 16000.5, "integer"),
+        (np.zeros((2, 16000), np.float32), 16000, "mono"),
+        (np.zeros(16000, np.int16), 16000, "float PCM"),
+        (np.zeros(0, np.float32), 16000, "empty"),
+        (np.array([0.0, np.nan] * 8000, np.float32), 16000, "non-finite"),
+        (np.zeros(100, np.float32), 16000, "at least"),
+        (np.zeros(16000 * 61, np.float32), 16000, "at most"),
+    ],
+)
+def test_bad_audio_is_refused_with_a_clear_message(audio, rate, message: str) -> None:
+    with pytest.raises(ValueError, match=message) as error:
+        check_audio(audio, rate, name="prompt_audio")
+    assert "prompt_audio" in str(error.value)
+
+
+def test_padding_sides() -> None:
+    audio = torch.arange(1.0, 6.0)
+    assert pad_to_patches(audio, 4, "left").tolist() == [0, 0, 0, 1, 2, 3, 4, 5]
+    assert pad_to_patches(audio, 4, "right").tolist() == [1, 2, 3, 4, 5, 0, 0, 0]
+    assert pad_to_patches(audio[:4], 4, "left").tolist() == [1, 2, 3, 4]
+
+
+@pytest.fixture(scope="module")
+def checkpoints(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Path]:
+    root = tmp_path_factory.mktemp("prompt")
+    return {v: make_checkpoint(root / v, v) for v in ("voxcpm2", "voxcpm1.5")}
+
+
+def test_encode_shapes_and_resampled_input(checkpoints: dict[str, Path]) -> None:
+    loaded = load_checkpoint(checkpoints["voxcpm2"])
+    vae, patch = loaded.audio_vae, loaded.config.patch_size
+    audio = 0.3 * torch.randn(int(0.5 * 48000), generator=torch.Generator().manual_seed(0))
+    latents = encode_audio(vae, audio, 48000, patch, "left")
+    samples = output_length(audio.shape[0], 48000, vae.encode_sample_rate)
+    expected_patches = math.ceil(samples / (patch * vae.hop_length))
+    assert latents.shape == (expected_patches, patch, vae.latent_dim)
+    assert torch.isfinite(latents).all() and latents.abs().mean() > 1e-3
+
+
+_REFERENCES: dict[str, torch.nn.Module] = {}  # one reference model per variant for this module
+
+
+@pytest.mark.reference
+@pytest.mark.parametrize("variant, padding", [("voxcpm2", "left"), ("voxcpm2", "right"), ("voxcpm1.5", "left")])
+def test_latents_match_reference_encoding(checkpoints: dict[str, Path], tmp_path: Path, variant: str,
+                                          padding: str) -> None:
+    if import_reference() is None:
+        pytest.skip("reference voxcpm package not installed")
+    import soundfile
+    from voxcpm.model import VoxCPM2Model, VoxCPMModel
+
+    folder = checkpoints[variant]
+    loaded = load_checkpoint(folder)
+    rate = loaded.audio_vae.encode_sample_rate
+    audio = (0.3 * torch.randn(int(0.77 * rate), generator=torch.Generator().manual_seed(1))).numpy()
+    wav = tmp_path / "prompt.wav"
+    soundfile.write(wav, audio, rate, subtype="FLOAT")
+
+    if variant not in _REFERENCES:
+        model_class = VoxCPM2Model if variant == "voxcpm2" else VoxCPMModel
+        _REFERENCES[variant] = model_class.from_local(str(folder), optimize=False, device="cpu")
+    reference = _REFERENCES[variant]
+    if variant == "voxcpm2":
+        expected = reference._encode_wav(str(wav), padding_mode=padding)
+    else:
+        expected = reference.build_prompt_cache(prompt_text="hi", prompt_wav_path=str(wav))["audio_feat"]
+    ours = encode_audio(loaded.audio_vae, audio, rate, loaded.config.patch_size, padding)
+    assert ours.shape == expected.shape
+    assert (ours - expected).abs().max().item() <= TOLERANCE
