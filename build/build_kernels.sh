@@ -7,6 +7,7 @@
 #   NVCC=/path/to/nvcc            compiler (default: nvcc on PATH, else $CUDA_HOME/bin/nvcc,
 #                                 CUDA_HOME defaulting to /usr/local/cuda)
 #   JOBS=N                        parallel compile jobs (default: number of cores)
+#   VOXCPM_PTXAS_VERBOSE=1        print ptxas' registers / shared memory / spills per kernel
 # Exits 0 without building when no nvcc is found: the ops then run their PyTorch reference path.
 set -euo pipefail
 
@@ -33,6 +34,7 @@ done
 GENCODE+=("-gencode=arch=compute_${ARCHS[0]},code=compute_${ARCHS[0]}")
 
 FLAGS=(-O3 -std=c++17 -lineinfo -Xcompiler -fPIC,-fvisibility=hidden -I "$SRC_DIR" "${GENCODE[@]}")
+if [ "${VOXCPM_PTXAS_VERBOSE:-0}" = 1 ]; then FLAGS+=(-Xptxas -v); fi
 JOBS="${JOBS:-$(nproc 2>/dev/null || echo 2)}"
 
 OBJ_DIR="$(mktemp -d)"

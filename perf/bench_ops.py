@@ -1,0 +1,248 @@
+"""Times each CUDA op of libvoxcpm_kernels against its PyTorch baseline, eager and torch.compile'd,
+on VoxCPM2 shapes (bf16), every variant inside a replayed CUDA graph as the engine runs them.
+
+    python perf/bench_ops.py --out results.json [--dtype bf16] [--no-compile] [--quick]
+
+Prints a table (us per call, achieved GB/s of the kernel for the bytes it must move, speed-up over
+the compiled baseline) and writes every number to the JSON file. Baselines are the ops' references,
+except where the reference cannot run inside a CUDA graph (host loops or data-dependent indexing):
+decode attention and RoPE + KV write are timed against the PyTorch formulation the model uses
+(gather the slots' cache rows up to the longest live length, masked SDPA; index_put of the new rows).
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import statistics
+import sys
+from collections.abc import Callable
+from dataclasses import dataclass
+from pathlib import Path
+
+import torch
+import torch.nn.functional as F
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+from voxcpm_triton import ops  # noqa: E402
+from voxcpm_triton.ops import library  # noqa: E402
+
+DTYPES = {"bf16": torch.bfloat16, "fp16": torch.float16, "fp32": torch.float32}
+DEVICE = "cuda"
+LOCDIT_TOKENS = 9 * 2  # LocDiT sequence per stream, both CFG branches
+
+
+@dataclass
+class Case:
+    op: str
+    label: str
+    kernel: Callable[[], object]
+    baseline: Callable[[], object]
+    bytes_moved: int  # fewest bytes the op must read + write
+
+
+def rand(*shape: int, dtype: torch.dtype, scale: float = 1.0) -> torch.Tensor:
+    return (torch.randn(*shape, device=DEVICE) * scale).to(dtype)
+
+
+def nbytes(*tensors: torch.Tensor) -> int:
+    return sum(t.numel() * t.element_size() for t in tensors)
+
+
+def rmsnorm_case(rows: int, hidden: int, dtype: torch.dtype) -> Case:
+    x, residual, weight = rand(rows, hidden, dtype=dtype), rand(rows, hidden, dtype=dtype), rand(hidden, dtype=dtype)
+    return Case("add_rmsnorm", f"rows={rows} hidden={hidden}",
+                lambda: ops.add_rmsnorm(x, residual, weight, 1e-5),
+                lambda: ops.add_rmsnorm_ref(x, residual, weight, 1e-5),
+                nbytes(x, residual, weight) + 2 * nbytes(x))
+
+
+def swiglu_case(rows: int, inter: int, dtype: torch.dtype) -> Case:
+    gate_up = rand(rows, 2 * inter, dtype=dtype)
+    return Case("swiglu", f"rows={rows} inter={inter}", lambda: ops.swiglu(gate_up),
+                lambda: ops.swiglu_ref(gate_up), nbytes(gate_up) * 3 // 2)
+
+
+def fsq_case(rows: int, dtype: torch.dtype) -> Case:
+    h = rand(rows, 512, dtype=dtype)
+    return Case("fsq", f"rows={rows} dim=512", lambda: ops.fsq(h, 9.0), lambda: ops.fsq_ref(h, 9.0), 2 * nbytes(h))
+
+
+def cfg_euler_case(batch: int, dtype: torch.dtype) -> Case:
+    x, v_cond, v_uncond = (rand(batch, 64, 4, dtype=dtype) for _ in range(3))
+    cfg = torch.full((batch,), 2.0, device=DEVICE)
+    dt = torch.full((batch,), 0.001, device=DEVICE)
+    return Case("cfg_euler_step", f"batch={batch} [64,4]", lambda: ops.cfg_euler_step(x, v_cond, v_uncond, cfg, dt),
+                lambda: ops.cfg_euler_step_ref(x, v_cond, v_uncond, cfg, dt), 4 * nbytes(x))
+
+
+def rope_tables(max_len: int, head_dim: int) -> tuple[torch.Tensor, torch.Tensor]:
+    inv_freq = 1.0 / (10000 ** (torch.arange(0, head_dim, 2, device=DEVICE).float() / head_dim))
+    angles = torch.outer(torch.arange(max_len, device=DEVICE).float(), inv_freq)
+    angles = torch.cat((angles, angles), dim=-1)
+    return angles.cos(), angles.sin()
+
+
+def rope_baseline(q, k, v, k_cache, v_cache, positions, slots, cos, sin):
+    """The model's PyTorch decode path: rotate in fp32, index_put the new rows."""
+    c, s = cos[positions][:, None, :], sin[positions][:, None, :]
+
+    def rotate(x):
+        x32 = x.float()
+        first, second = x32.chunk(2, dim=-1)
+        return (x32 * c + torch.cat((-second, first), dim=-1) * s).to(x.dtype)
+
+    k_cache[slots, :, positions] = rotate(k)
+    v_cache[slots, :, positions] = v
+    return rotate(q)
+
+
+def rope_case(batch: int, dtype: torch.dtype) -> Case:
+    q_heads, kv_heads, head_dim, max_len = 16, 2, 128, 1024
+    qkv = rand(batch, (q_heads + 2 * kv_heads) * head_dim, dtype=dtype)
+    q, k, v = qkv.split([q_heads * head_dim, kv_heads * head_dim, kv_heads * head_dim], dim=-1)
+    q, k, v = q.view(batch, q_heads, head_dim), k.view(batch, kv_heads, head_dim), v.view(batch, kv_heads, head_dim)
+    k_cache = rand(batch, kv_heads, max_len, head_dim, dtype=dtype)
+    v_cache = rand(batch, kv_heads, max_len, head_dim, dtype=dtype)
+    cos, sin = rope_tables(max_len, head_dim)
+    positions = torch.randint(0, max_len, (batch,), device=DEVICE, dtype=torch.int32)
+    slots = torch.arange(batch, device=DEVICE, dtype=torch.int32)
+    positions64, slots64 = positions.long(), slots.long()
+    return Case("rope_kv_write", f"batch={batch} 16q/2kv x128",
+                lambda: ops.rope_kv_write(q, k, v, k_cache, v_cache, positions, slots, cos, sin),
+                lambda: rope_baseline(q, k, v, k_cache, v_cache, positions64, slots64, cos, sin),
+                2 * nbytes(qkv) + 2 * batch * head_dim * 4 * 2)
+
+
+def attention_baseline(q, k_cache, v_cache, slots, lengths, span):
+    """The model's PyTorch decode path: gather the slots' rows up to the longest live length, mask."""
+    keys, values = k_cache[slots, :, :span], v_cache[slots, :, :span]
+    live = torch.arange(span, device=q.device)[None, :] < lengths[:, None]
+    out = F.scaled_dot_product_attention(q[:, :, None], keys, values, attn_mask=live[:, None, None, :], enable_gqa=True)
+    return out[:, :, 0]
+
+
+def attention_case(batch: int, length: int, dtype: torch.dtype) -> Case:
+    q_heads, kv_heads, head_dim = 16, 2, 128
+    max_len = 2048
+    q = rand(batch, q_heads, head_dim, dtype=dtype)
+    k_cache = rand(batch, kv_heads, max_len, head_dim, dtype=dtype)
+    v_cache = rand(batch, kv_heads, max_len, head_dim, dtype=dtype)
+    slots = torch.arange(batch, device=DEVICE, dtype=torch.int32)
+    # Ragged: lengths spread over [length / 2, length].
+    lengths = torch.linspace(length // 2, length, batch, device=DEVICE).int()
+    slots64, lengths64 = slots.long(), lengths.long()
+    live_bytes = int(lengths.sum()) * kv_heads * head_dim * 2 * k_cache.element_size()
+    return Case("decode_attention", f"batch={batch} len<={length}",
+                lambda: ops.decode_attention(q, k_cache, v_cache, slots, lengths),
+                lambda: attention_baseline(q, k_cache, v_cache, slots64, lengths64, int(lengths.max())),
+                live_bytes + 2 * nbytes(q))
+
+
+def build_cases(dtype: torch.dtype, quick: bool) -> list[Case]:
+    batches = (1, 64) if quick else (1, 16, 64, 256)
+    cases = []
+    for b in batches:
+        cases.append(rmsnorm_case(b, 2048, dtype))
+        cases.append(rmsnorm_case(b * LOCDIT_TOKENS, 1024, dtype))
+        cases.append(swiglu_case(b, 6144, dtype))
+        cases.append(swiglu_case(b * LOCDIT_TOKENS, 4096, dtype))
+        cases.append(rope_case(b, dtype))
+        for length in (300, 1000):
+            cases.append(attention_case(b, length, dtype))
+        cases.append(cfg_euler_case(b, dtype))
+        cases.append(fsq_case(b, dtype))
+    return cases
+
+
+def graph_time_us(fn: Callable[[], object], inner: int = 20, reps: int = 30) -> float:
+    """Median time per call of `fn` replayed `inner` times inside one CUDA graph."""
+    side = torch.cuda.Stream()
+    side.wait_stream(torch.cuda.current_stream())
+    with torch.cuda.stream(side):
+        for _ in range(3):
+            fn()
+    torch.cuda.current_stream().wait_stream(side)
+    torch.cuda.synchronize()
+    graph = torch.cuda.CUDAGraph()
+    with torch.cuda.graph(graph):
+        for _ in range(inner):
+            fn()
+    graph.replay()
+    torch.cuda.synchronize()
+    start, end = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
+    samples = []
+    for _ in range(reps):
+        start.record()
+        graph.replay()
+        end.record()
+        end.synchronize()
+        samples.append(start.elapsed_time(end) * 1000.0 / inner)
+    return statistics.median(samples)
+
+
+def measure(fn: Callable[[], object]) -> tuple[float | None, str | None]:
+    try:
+        return graph_time_us(fn), None
+    except Exception as error:  # a baseline that cannot be captured is reported, not fatal
+        torch.cuda.synchronize()
+        return None, f"{type(error).__name__}: {str(error).splitlines()[0][:200]}"
+
+
+def fmt(value: float | None, digits: int = 1) -> str:
+    return "-" if value is None else f"{value:.{digits}f}"
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--out", required=True, type=Path, help="JSON file for the results")
+    parser.add_argument("--dtype", default="bf16", choices=sorted(DTYPES))
+    parser.add_argument("--no-compile", action="store_true", help="skip the torch.compile'd baselines")
+    parser.add_argument("--quick", action="store_true", help="batches 1 and 64 only")
+    args = parser.parse_args()
+    if not torch.cuda.is_available():
+        print("bench_ops: no CUDA device", file=sys.stderr)
+        return 2
+    if library.library() is None:
+        print(f"bench_ops: kernels library not loaded ({library.library_status()})", file=sys.stderr)
+        return 2
+    torch.manual_seed(0)
+    dtype = DTYPES[args.dtype]
+    results = []
+    header = f"{'op':<17} {'case':<26} {'kernel us':>9} {'GB/s':>7} {'eager us':>9} {'compiled us':>11} {'x eager':>8} {'x compiled':>10}"
+    print(header)
+    print("-" * len(header))
+    for case in build_cases(dtype, args.quick):
+        kernel_us, kernel_error = measure(case.kernel)
+        eager_us, eager_error = measure(case.baseline)
+        compiled_us, compiled_error = (None, "skipped")
+        if not args.no_compile:
+            torch._dynamo.reset()
+            compiled_us, compiled_error = measure(torch.compile(case.baseline, dynamic=False))
+        gbps = case.bytes_moved / (kernel_us * 1e3) if kernel_us else None
+        row = {
+            "op": case.op, "case": case.label, "dtype": args.dtype, "kernel_us": kernel_us,
+            "eager_us": eager_us, "compiled_us": compiled_us, "bytes": case.bytes_moved, "kernel_gbps": gbps,
+            "errors": {k: v for k, v in (("kernel", kernel_error), ("eager", eager_error),
+                                         ("compiled", compiled_error)) if v},
+        }
+        results.append(row)
+        speed_eager = eager_us / kernel_us if kernel_us and eager_us else None
+        speed_compiled = compiled_us / kernel_us if kernel_us and compiled_us else None
+        print(f"{case.op:<17} {case.label:<26} {fmt(kernel_us):>9} {fmt(gbps, 0):>7} {fmt(eager_us):>9} "
+              f"{fmt(compiled_us):>11} {fmt(speed_eager, 2):>8} {fmt(speed_compiled, 2):>10}", flush=True)
+        for name, error in row["errors"].items():
+            if error != "skipped":
+                print(f"    {name}: {error}", flush=True)
+    meta = {
+        "device": torch.cuda.get_device_name(), "torch": torch.__version__, "library": library.library_status(),
+        "timing": "median of 30 replays of a CUDA graph holding 20 calls; us per call",
+    }
+    args.out.parent.mkdir(parents=True, exist_ok=True)
+    args.out.write_text(json.dumps({"meta": meta, "results": results}, indent=2))
+    print(f"wrote {args.out}")
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
