@@ -36,7 +36,9 @@ class InProcessSystem:
         loaded = load_checkpoint(checkpoint, dtype=dtype, device=device)
         self.frontend = Frontend(loaded)
         self.vocoder = WindowedVocoder(loaded.audio_vae, loaded.config.patch_size)
-        self.engine = Engine(loaded.model, max_slots=max_slots, max_context=max_context, device=device,
+        # The server's max_context (4096), or the checkpoint's own limit where that is smaller (tiny).
+        self.max_context = min(max_context, loaded.config.max_length)
+        self.engine = Engine(loaded.model, max_slots=max_slots, max_context=self.max_context, device=device,
                              window_patches=self.vocoder.window_patches)
         self.sample_rate = int(self.vocoder.sample_rate)
 
@@ -103,7 +105,7 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
     run_sweep(args.system or "ours in-process", run_level, system.sample_rate, args.levels, args.out,
               rounds=args.rounds, warmup=args.warmup, budget_s=args.budget_s,
               meta={"patches": args.patches, "device": args.device, "dtype": args.dtype, "load_s": load_s,
-                    "max_context": args.max_context})
+                    "max_context": system.max_context})
     return 0
 
 
