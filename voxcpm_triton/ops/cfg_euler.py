@@ -23,7 +23,9 @@ def cfg_euler_step_ref(x: torch.Tensor, v_cond: torch.Tensor, v_uncond: torch.Te
     x.copy_((x.float().flatten(1) - dt.float()[:, None] * v).view(x.shape))
 
 
-@torch.library.custom_op("voxcpm::cfg_euler_step", mutates_args=("x",))
+@torch.library.custom_op(
+    "voxcpm::cfg_euler_step", mutates_args=("x",),
+    schema="(Tensor(a!) x, Tensor v_cond, Tensor v_uncond, Tensor cfg, Tensor dt) -> ()")
 def _cfg_euler_op(x: torch.Tensor, v_cond: torch.Tensor, v_uncond: torch.Tensor, cfg: torch.Tensor,
                   dt: torch.Tensor) -> None:
     if not lib.kernel_ready(x):

@@ -53,7 +53,10 @@ def default_num_splits(batch: int, q_heads: int, kv_heads: int, device: torch.de
     return max(1, min(MAX_SPLITS, math.ceil(2 * sms / max(blocks_per_split, 1))))
 
 
-@torch.library.custom_op("voxcpm::decode_attention", mutates_args=())
+@torch.library.custom_op(
+    "voxcpm::decode_attention", mutates_args=(),
+    schema="(Tensor q, Tensor k_cache, Tensor v_cache, Tensor slot_ids, Tensor lengths, float scale, "
+           "int num_splits) -> Tensor")
 def _decode_attention_op(q: torch.Tensor, k_cache: torch.Tensor, v_cache: torch.Tensor, slot_ids: torch.Tensor,
                          lengths: torch.Tensor, scale: float, num_splits: int) -> torch.Tensor:
     if not lib.kernel_ready(q):
@@ -98,6 +101,11 @@ def decode_attention(q: torch.Tensor, k_cache: torch.Tensor, v_cache: torch.Tens
     if lib.kernel_ready(q):
         lib.require(head_dim in (64, 128), f"head_dim must be 64 or 128 on the GPU, got {head_dim}")
         lib.require(batch <= 65535, f"batch must be <= 65535, got {batch}")
+        vec = 16 // q.element_size()  # the kernel reads 16-byte rows
+        for name, t in (("q", q), ("k_cache", k_cache), ("v_cache", v_cache)):
+            lib.require(t.data_ptr() % 16 == 0 and all(s % vec == 0 for s in t.stride()[:-1]),
+                        f"{name} must be 16-byte aligned with strides multiple of {vec} elements, got "
+                        f"strides {t.stride()}")
     slot_ids = as_int32_index(slot_ids, "slot_ids", batch, q.device)
     lengths = as_int32_index(lengths, "lengths", batch, q.device)
     if num_splits is None:

@@ -11,7 +11,7 @@ def fsq_ref(h: torch.Tensor, scale: float) -> torch.Tensor:
     return torch.round(torch.tanh(h) * scale) / scale
 
 
-@torch.library.custom_op("voxcpm::fsq", mutates_args=())
+@torch.library.custom_op("voxcpm::fsq", mutates_args=(), schema="(Tensor h, float scale) -> Tensor")
 def _fsq_op(h: torch.Tensor, scale: float) -> torch.Tensor:
     if not lib.kernel_ready(h):
         return fsq_ref(h, scale)

@@ -36,7 +36,8 @@ def _launch(x: torch.Tensor, residual: torch.Tensor | None, weight: torch.Tensor
     return out
 
 
-@torch.library.custom_op("voxcpm::rmsnorm", mutates_args=())
+@torch.library.custom_op("voxcpm::rmsnorm", mutates_args=(),
+                         schema="(Tensor x, Tensor weight, float eps) -> Tensor")
 def _rmsnorm_op(x: torch.Tensor, weight: torch.Tensor, eps: float) -> torch.Tensor:
     if lib.kernel_ready(x):
         return _launch(x, None, weight, eps, 1.0)
@@ -48,7 +49,9 @@ def _(x: torch.Tensor, weight: torch.Tensor, eps: float) -> torch.Tensor:
     return torch.empty_like(x)
 
 
-@torch.library.custom_op("voxcpm::add_rmsnorm", mutates_args=("x",))
+@torch.library.custom_op(
+    "voxcpm::add_rmsnorm", mutates_args=("x",),
+    schema="(Tensor(a!) x, Tensor residual, Tensor weight, float eps, float residual_scale) -> Tensor")
 def _add_rmsnorm_op(x: torch.Tensor, residual: torch.Tensor, weight: torch.Tensor, eps: float,
                     residual_scale: float) -> torch.Tensor:
     if lib.kernel_ready(x):

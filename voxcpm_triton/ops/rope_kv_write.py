@@ -37,7 +37,10 @@ def rope_kv_write_ref(q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, k_cache
     return q_out.contiguous()
 
 
-@torch.library.custom_op("voxcpm::rope_kv_write", mutates_args=("k_cache", "v_cache"))
+@torch.library.custom_op(
+    "voxcpm::rope_kv_write", mutates_args=("k_cache", "v_cache"),
+    schema="(Tensor q, Tensor k, Tensor v, Tensor(a!) k_cache, Tensor(b!) v_cache, Tensor positions, "
+           "Tensor slot_ids, Tensor? cos, Tensor? sin) -> Tensor")
 def _rope_kv_write_op(q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, k_cache: torch.Tensor,
                       v_cache: torch.Tensor, positions: torch.Tensor, slot_ids: torch.Tensor,
                       cos: torch.Tensor | None, sin: torch.Tensor | None) -> torch.Tensor:

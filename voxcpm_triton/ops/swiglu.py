@@ -17,7 +17,7 @@ def swiglu_ref(gate_up: torch.Tensor) -> torch.Tensor:
     return F.silu(gate) * up
 
 
-@torch.library.custom_op("voxcpm::swiglu", mutates_args=())
+@torch.library.custom_op("voxcpm::swiglu", mutates_args=(), schema="(Tensor gate_up) -> Tensor")
 def _swiglu_op(gate_up: torch.Tensor) -> torch.Tensor:
     if not lib.kernel_ready(gate_up):
         return swiglu_ref(gate_up)
