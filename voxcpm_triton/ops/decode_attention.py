@@ -9,7 +9,6 @@ CUDA graph serves every mix of lengths.
 
 from __future__ import annotations
 
-import functools
 import math
 
 import torch
@@ -38,19 +37,24 @@ def decode_attention_ref(q: torch.Tensor, k_cache: torch.Tensor, v_cache: torch.
     return out
 
 
-@functools.cache
-def _multiprocessors(device_index: int) -> int:
-    return torch.cuda.get_device_properties(device_index).multi_processor_count
-
-
-def default_num_splits(batch: int, q_heads: int, kv_heads: int, device: torch.device) -> int:
+@torch.compiler.assume_constant_result
+def default_num_splits(batch: int, q_heads: int, kv_heads: int, device_index: int) -> int:
     """Splits per stream so the grid has about two blocks per multiprocessor (the kernel also gives
-    each split at least 32 keys, so short streams use fewer)."""
+    each split at least 32 keys, so short streams use fewer). device_index -1: the current device."""
     group = q_heads // kv_heads
     heads_per_block = next(h for h in (8, 4, 2, 1) if group % h == 0)
     blocks_per_split = batch * kv_heads * (group // heads_per_block)
-    sms = _multiprocessors(device.index if device.index is not None else torch.cuda.current_device())
+    index = torch.cuda.current_device() if device_index < 0 else device_index
+    sms = torch.cuda.get_device_properties(index).multi_processor_count
     return max(1, min(MAX_SPLITS, math.ceil(2 * sms / max(blocks_per_split, 1))))
+
+
+def _check_alignment(*named: tuple[str, torch.Tensor]) -> None:
+    for name, t in named:
+        vec = 16 // t.element_size()  # the kernel reads rows as 16-byte vectors
+        lib.require(t.data_ptr() % 16 == 0 and all(s % vec == 0 for s in t.stride()[:-1]),
+                    f"{name} must be 16-byte aligned with strides that are multiples of {vec} elements, got "
+                    f"strides {t.stride()}")
 
 
 @torch.library.custom_op(
@@ -62,6 +66,7 @@ def _decode_attention_op(q: torch.Tensor, k_cache: torch.Tensor, v_cache: torch.
     if not lib.kernel_ready(q):
         return decode_attention_ref(q, k_cache, v_cache, slot_ids, lengths, scale)
     batch, q_heads, head_dim = q.shape
+    _check_alignment(("q", q), ("k_cache", k_cache), ("v_cache", v_cache))
     kernels = lib.library()
     out = torch.empty_like(q)
     nbytes = kernels.voxcpm_decode_attention_workspace_bytes(batch, q_heads, head_dim, num_splits)
@@ -101,15 +106,11 @@ def decode_attention(q: torch.Tensor, k_cache: torch.Tensor, v_cache: torch.Tens
     if lib.kernel_ready(q):
         lib.require(head_dim in (64, 128), f"head_dim must be 64 or 128 on the GPU, got {head_dim}")
         lib.require(batch <= 65535, f"batch must be <= 65535, got {batch}")
-        vec = 16 // q.element_size()  # the kernel reads 16-byte rows
-        for name, t in (("q", q), ("k_cache", k_cache), ("v_cache", v_cache)):
-            lib.require(t.data_ptr() % 16 == 0 and all(s % vec == 0 for s in t.stride()[:-1]),
-                        f"{name} must be 16-byte aligned with strides multiple of {vec} elements, got "
-                        f"strides {t.stride()}")
     slot_ids = as_int32_index(slot_ids, "slot_ids", batch, q.device)
     lengths = as_int32_index(lengths, "lengths", batch, q.device)
     if num_splits is None:
-        num_splits = default_num_splits(batch, q_heads, k_cache.shape[1], q.device) if q.is_cuda else 1
+        device_index = -1 if q.device.index is None else q.device.index
+        num_splits = default_num_splits(batch, q_heads, k_cache.shape[1], device_index) if lib.kernel_ready(q) else 1
     lib.require(1 <= num_splits <= 256, f"num_splits must be in [1, 256], got {num_splits}")
     scale = 1.0 / math.sqrt(head_dim) if scale is None else float(scale)
     return torch.ops.voxcpm.decode_attention(q, k_cache, v_cache, slot_ids, lengths, scale, num_splits)

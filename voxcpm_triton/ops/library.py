@@ -97,9 +97,15 @@ def library_status() -> str:
     return _load()[1]
 
 
+@torch.compiler.assume_constant_result
+def kernels_loaded() -> bool:
+    # A constant to torch.compile, so wrappers that ask it trace without looking into ctypes.
+    return library() is not None
+
+
 def kernel_ready(t: torch.Tensor) -> bool:
     """True when `t` lives on a CUDA device and the library is loaded, so the CUDA op runs."""
-    return t.is_cuda and t.dtype in _DTYPE_CODES and library() is not None
+    return t.is_cuda and t.dtype in _DTYPE_CODES and kernels_loaded()
 
 
 def dtype_code(t: torch.Tensor) -> int:
