@@ -3,8 +3,8 @@
 #   build/out/venv                      Python venv: torch, numpy<2, tritonserver (nvidia-pytriton),
 #                                       tritonclient + perf_analyzer, this package (editable)
 #   build/out/tritonserver/backends     Triton backends dir: python backend + the stub for the venv's Python
-#   build/out/lib                       sonames perf_analyzer looks for (bundled by nvidia-pytriton)
-#   build/out/kernels                   CUDA kernels library (only where nvcc exists; build/build_kernels.sh)
+#   build/out/lib/lib{b64,cudart}*     sonames perf_analyzer looks for (bundled by nvidia-pytriton)
+#   build/out/lib/libvoxcpm_kernels.so  CUDA kernels library (only where nvcc exists; build/build_kernels.sh)
 #   build/out/checkpoints/voxcpm2-tiny  deterministic random-weight demo checkpoint
 # Idempotent: each step records a hash of its inputs and is skipped when they have not changed.
 #
@@ -26,7 +26,7 @@ log() { printf '[setup] %s\n' "$*"; }
 hash_of() {
     local item
     for item in "$@"; do
-        if [ -f "$item" ]; then cat "$item"; else printf '%s\n' "$item"; fi
+        if [ "${item#/}" != "$item" ] && [ -f "$item" ]; then cat "$item"; else printf '%s\n' "$item"; fi
     done | sha256sum | cut -d' ' -f1
 }
 stamp_ok() { [ -f "$STAMPS/$1" ] && [ "$(cat "$STAMPS/$1")" = "$2" ]; }
@@ -134,11 +134,17 @@ elif [ ! -f "$ROOT/build/build_kernels.sh" ]; then
     log "kernels: skipped (build/build_kernels.sh not present)"
 else
     KERNELS_KEY="$(hash_of "$ROOT/build/build_kernels.sh" $(find "$ROOT/kernels" -type f 2>/dev/null | sort) "$(command -v nvcc)")"
-    if stamp_ok kernels "$KERNELS_KEY"; then
-        log "kernels library up to date"
+    # Without a GPU the library is only a compile check (the ops run their PyTorch path on CPU), so
+    # one architecture is enough there and keeps CI short; VOXCPM_CUDA_ARCHS still wins when set.
+    ARCHS="${VOXCPM_CUDA_ARCHS:-}"
+    if [ -z "$ARCHS" ] && ! nvidia-smi -L 2>/dev/null | grep -q '^GPU '; then ARCHS=90; fi
+    KERNELS_KEY="$(hash_of "$KERNELS_KEY" "$ARCHS")"
+    if stamp_ok kernels "$KERNELS_KEY" && [ -f "$OUT/lib/libvoxcpm_kernels.so" ]; then
+        log "kernels library up to date ($OUT/lib/libvoxcpm_kernels.so)"
     else
-        log "building the kernels library (build/build_kernels.sh)"
-        PATH="$VENV/bin:$PATH" bash "$ROOT/build/build_kernels.sh"
+        log "building the kernels library (build/build_kernels.sh${ARCHS:+, archs $ARCHS})"
+        if [ -n "$ARCHS" ]; then export VOXCPM_CUDA_ARCHS="$ARCHS"; fi
+        bash "$ROOT/build/build_kernels.sh" "$OUT/lib"
         stamp_set kernels "$KERNELS_KEY"
     fi
 fi

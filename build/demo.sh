@@ -1,0 +1,83 @@
+#!/usr/bin/env bash
+# Usage: bash build/demo.sh ["text to speak"]
+#
+# Sets everything up (build/setup.sh, idempotent), starts tritonserver on model_repository/ serving
+# the checkpoint VOXCPM_CHECKPOINT names (default: the tiny random-weight demo checkpoint, which
+# speaks noise), streams the text through the `voxcpm` ensemble with the client into out.wav,
+# printing the first-chunk latency and the real-time factor, then stops the server.
+#
+# Environment:
+#   VOXCPM_CHECKPOINT=DIR   serve this checkpoint folder instead of the demo one
+#   DEMO_OUT=FILE           WAV file to write (default out.wav in the repository root)
+#   DEMO_MAX_SECONDS=S      stop the stream after S seconds of audio (default 5; the random-weight
+#                           demo checkpoint rarely predicts a stop by itself)
+#   TRITON_*                ports/address/config name, as build/tritonserver.sh documents
+#                           (the ports default to free ones here)
+set -euo pipefail
+
+ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
+TEXT="${1:-Hello from VoxCPM, streaming through Triton Inference Server.}"
+OUT_WAV="${DEMO_OUT:-$ROOT/out.wav}"
+MAX_SECONDS="${DEMO_MAX_SECONDS:-5}"
+
+bash "$ROOT/build/setup.sh"
+
+PY="$ROOT/build/out/venv/bin/python"
+LOG_DIR="$ROOT/build/out/demo"
+mkdir -p "$LOG_DIR"
+LOG="$LOG_DIR/tritonserver.log"
+
+read -r FREE_HTTP FREE_GRPC FREE_METRICS < <("$PY" - <<'EOF'
+import socket
+socks = [socket.socket() for _ in range(3)]
+for s in socks:
+    s.bind(("127.0.0.1", 0))
+print(*(s.getsockname()[1] for s in socks))
+EOF
+)
+export TRITON_HTTP_PORT="${TRITON_HTTP_PORT:-$FREE_HTTP}"
+export TRITON_GRPC_PORT="${TRITON_GRPC_PORT:-$FREE_GRPC}"
+export TRITON_METRICS_PORT="${TRITON_METRICS_PORT:-$FREE_METRICS}"
+
+echo "[demo] starting tritonserver (gRPC 127.0.0.1:$TRITON_GRPC_PORT, log $LOG)"
+bash "$ROOT/build/tritonserver.sh" > "$LOG" 2>&1 &
+SERVER_PID=$!
+
+stop_server() {
+    if kill -0 "$SERVER_PID" 2>/dev/null; then
+        echo "[demo] stopping tritonserver"
+        kill -TERM "$SERVER_PID" 2>/dev/null || true
+        for _ in $(seq 60); do
+            kill -0 "$SERVER_PID" 2>/dev/null || break
+            sleep 0.5
+        done
+        kill -KILL "$SERVER_PID" 2>/dev/null || true
+    fi
+    wait "$SERVER_PID" 2>/dev/null || true
+}
+trap stop_server EXIT
+
+STARTED=$(date +%s)
+"$PY" - "$TRITON_HTTP_PORT" "$SERVER_PID" <<'EOF' || { echo "[demo] tritonserver did not become ready; last lines of $LOG:" >&2; tail -n 40 "$LOG" >&2; exit 1; }
+import os, sys, time, urllib.request
+port, pid = sys.argv[1], int(sys.argv[2])
+deadline = time.monotonic() + 300
+while time.monotonic() < deadline:
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        sys.exit(1)
+    try:
+        with urllib.request.urlopen(f"http://127.0.0.1:{port}/v2/health/ready", timeout=2) as reply:
+            if reply.status == 200:
+                sys.exit(0)
+    except OSError:
+        pass
+    time.sleep(0.5)
+sys.exit(1)
+EOF
+echo "[demo] tritonserver ready after $(( $(date +%s) - STARTED )) s"
+
+echo "[demo] streaming: \"$TEXT\""
+(cd "$ROOT" && "$PY" -m client "$TEXT" -o "$OUT_WAV" --url "127.0.0.1:$TRITON_GRPC_PORT" \
+    --max-seconds "$MAX_SECONDS" --seed 0)
