@@ -40,8 +40,8 @@ MODES = ["zero_shot", "reference", "continuation", "combined"]
 
 
 @pytest.mark.parametrize("mode", MODES)
-@pytest.mark.parametrize("seed,timesteps,cfg_value", [(0, 10, 2.0), (5, 5, 1.5)])
-def test_batch_one_matches_reference(pair, mode, seed, timesteps, cfg_value):
+@pytest.mark.parametrize("seed,timesteps,cfg_value,min_len", [(0, 10, 2.0, 2), (5, 5, 1.5, 5)])
+def test_batch_one_matches_reference(pair, mode, seed, timesteps, cfg_value, min_len):
     reference, ours = pair
     config = ours.config
     if mode in ("reference", "combined") and not config.is_v2:
@@ -50,9 +50,9 @@ def test_batch_one_matches_reference(pair, mode, seed, timesteps, cfg_value):
     text = torch.randint(110, config.lm.vocab_size, (7,), generator=gen)
     ref = torch.randn(3, config.patch_size, config.feat_dim, generator=gen) if mode in ("reference", "combined") else None
     prompt = torch.randn(5, config.patch_size, config.feat_dim, generator=gen) if mode in ("continuation", "combined") else None
-    request = make_request(ours, "r", text, ref, prompt, min_len=2, max_len=12, timesteps=timesteps,
+    request = make_request(ours, "r", text, ref, prompt, min_len=min_len, max_len=12, timesteps=timesteps,
                            cfg_value=cfg_value, seed=seed)
-    expected = reference_patches(reference, request, 2, 12, timesteps, cfg_value, seed)
+    expected = reference_patches(reference, request, min_len, 12, timesteps, cfg_value, seed)
     engine = Engine(ours, max_slots=2, max_context=config.max_length, device="cpu", window_patches=4)
     got = run_to_completion(engine, [request])["r"]
     assert got.shape == expected.shape
