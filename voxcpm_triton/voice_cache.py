@@ -1,7 +1,8 @@
 """VOICE_ID -> encoded reference voice, so a voice's audio is encoded once and reused.
 
-A voice is registered by a request that carries VOICE_ID together with PROMPT_AUDIO (and, for
-continuation, PROMPT_TEXT); later requests send VOICE_ID alone. The cache is bounded: past
+A voice is registered by a request that carries VOICE_ID together with PROMPT_AUDIO (with
+PROMPT_TEXT: a prompt to continue; without: a VoxCPM2 reference voice); later requests send
+VOICE_ID alone. The cache is bounded: past
 `capacity` voices the least recently used one is dropped, and using it again asks for its audio."""
 
 from __future__ import annotations
@@ -17,8 +18,8 @@ MAX_VOICE_ID_LENGTH = 128
 
 @dataclass(frozen=True)
 class CachedVoice:
-    latents: torch.Tensor  # encoded reference audio, as Frontend.encode_prompt returns it
-    prompt_text: str | None
+    latents: torch.Tensor  # encoded audio, as Frontend.encode_prompt returns it
+    prompt_text: str | None  # transcript of a continuation prompt; None: a reference voice
 
 
 class UnknownVoiceError(KeyError):

@@ -60,3 +60,11 @@ def int_parameter(parameters: dict[str, str], name: str, default: int, low: int,
     if not low <= value <= high:
         raise ValueError(f"parameter {name}={value} is out of range; allowed {low}..{high}")
     return value
+
+
+def apply_torch_threads(parameters: dict[str, str]) -> None:
+    """Honour the optional `torch_threads` parameter. The CPU configs set 1: the three model
+    processes share the machine's cores, and several multi-threaded torch pools spinning against
+    each other are many times slower than one thread each."""
+    if "torch_threads" in parameters:
+        torch.set_num_threads(int_parameter(parameters, "torch_threads", 1, 1, 1024))

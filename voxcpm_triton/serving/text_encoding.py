@@ -9,6 +9,7 @@ from typing import Callable
 
 import numpy as np
 
+from voxcpm_triton.frontend import MAX_TEXT_CHARS
 from voxcpm_triton.serving import inputs
 from voxcpm_triton.serving.inputs import InputError
 from voxcpm_triton.serving.parameters import read_sampling_parameters
@@ -26,8 +27,12 @@ class TextEncoding:
         self.voices = voices
         self.seconds_per_patch = seconds_per_patch
 
-    def _voice(self, get: Getter) -> tuple[object | None, str | None]:
-        """(prompt latents or None, prompt text or None) for this request."""
+    def _voice(self, get: Getter) -> CachedVoice | None:
+        """The voice for this request: freshly encoded (and registered when VOICE_ID comes with
+        it), looked up by VOICE_ID, or None (the model's own voice).
+
+        PROMPT_AUDIO with PROMPT_TEXT is a prompt the speech continues; PROMPT_AUDIO alone is a
+        VoxCPM2 reference voice to imitate. A registered voice keeps the mode it was sent with."""
         voice_id = inputs.text("VOICE_ID", get("VOICE_ID"), required=False)
         audio = inputs.audio("PROMPT_AUDIO", get("PROMPT_AUDIO"))
         sample_rate = inputs.scalar("PROMPT_SAMPLE_RATE", get("PROMPT_SAMPLE_RATE"), int, None)
@@ -40,30 +45,46 @@ class TextEncoding:
                     "PROMPT_TEXT needs PROMPT_AUDIO (a registered VOICE_ID keeps the text it was registered with)"
                 )
             if voice_id is None:
-                return None, None
+                return None
             try:
-                voice = self.voices.get(voice_id)
+                return self.voices.get(voice_id)
             except (UnknownVoiceError, ValueError) as exc:
                 raise InputError(str(exc)) from None
-            return voice.latents, voice.prompt_text
         if sample_rate is None:
             raise InputError("PROMPT_SAMPLE_RATE is required with PROMPT_AUDIO (the audio's rate in Hz)")
+        if prompt_text is None and not self.frontend.config.is_v2:
+            raise InputError(
+                f"PROMPT_AUDIO without PROMPT_TEXT (a reference voice) needs a VoxCPM2 checkpoint; this one is "
+                f"{self.frontend.config.variant}: send the transcript as PROMPT_TEXT"
+            )
+        if prompt_text is not None and not prompt_text.strip():
+            raise InputError("PROMPT_TEXT is empty; leave it out to use PROMPT_AUDIO as a reference voice")
         if voice_id is not None:
             try:
                 VoiceCache.check_id(voice_id)
             except ValueError as exc:
                 raise InputError(str(exc)) from None
-        latents = self.frontend.encode_prompt(audio, sample_rate)
+        padding = "left" if prompt_text is not None else "right"
+        voice = CachedVoice(self.frontend.encode_prompt(audio, sample_rate, padding, "PROMPT_AUDIO"), prompt_text)
         if voice_id is not None:
-            self.voices.put(voice_id, CachedVoice(latents, prompt_text))
-        return latents, prompt_text
+            self.voices.put(voice_id, voice)
+        return voice
 
     def prepare(self, get: Getter) -> dict[str, np.ndarray]:
         """The ar_decoder tensors for one request; InputError/ValueError carry the client's message."""
         text = inputs.text("TEXT", get("TEXT"))
+        if not text.strip():
+            raise InputError("TEXT is empty; send the text to speak")
+        if len(text) > MAX_TEXT_CHARS:
+            raise InputError(f"TEXT has {len(text)} characters; allowed 1..{MAX_TEXT_CHARS}")
         parameters = read_sampling_parameters(get)
-        latents, prompt_text = self._voice(get)
-        request = self.frontend.prepare(text, prompt_text=prompt_text, prompt_latents=latents)
+        voice = self._voice(get)
+        if voice is None:
+            request = self.frontend.prepare(text)
+        elif voice.prompt_text is not None:
+            request = self.frontend.prepare(text, prompt_text=voice.prompt_text, prompt_latents=voice.latents)
+        else:
+            request = self.frontend.prepare(text, reference_latents=voice.latents)
         max_len = request.max_len
         limit = parameters.max_patches(self.seconds_per_patch)
         if limit is not None:

@@ -50,6 +50,7 @@ class TritonPythonModel:
         if not pb_utils.using_decoupled_model_transaction_policy(model_config):
             raise pb_utils.TritonModelException("ar_decoder streams many responses per request: set decoupled: true")
         parameters = model_settings.string_parameters(model_config)
+        model_settings.apply_torch_threads(parameters)
         folder = model_settings.checkpoint_folder(parameters, args["model_repository"])
         device = model_settings.instance_device(args)
         dtype = model_settings.torch_dtype(parameters)

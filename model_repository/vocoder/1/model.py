@@ -13,6 +13,7 @@ from voxcpm_triton.serving import model_settings
 class TritonPythonModel:
     def initialize(self, args):
         parameters = model_settings.string_parameters(json.loads(args["model_config"]))
+        model_settings.apply_torch_threads(parameters)
         folder = model_settings.checkpoint_folder(parameters, args["model_repository"])
         device = model_settings.instance_device(args)
         loaded = load_checkpoint(folder, dtype=model_settings.torch_dtype(parameters), device="cpu")

@@ -1,0 +1,38 @@
+"""Eight concurrent streams of mixed length through the ensemble each equal their solo output: the
+engine's batching and the vocoder's dynamic batching do not mix streams."""
+
+from concurrent.futures import ThreadPoolExecutor
+
+import numpy as np
+import pytest
+
+from client.streaming import VoxCPMClient
+
+pytestmark = pytest.mark.server
+
+REQUESTS = [
+    ("Short one.", 0.3, 1),
+    ("A somewhat longer sentence to speak.", 1.6, 2),
+    ("Mid length text here.", 0.8, 3),
+    ("Tiny.", 0.5, 4),
+    ("Another sentence of a different length.", 1.2, 5),
+    ("Numbers: one, two, three.", 1.0, 6),
+    ("Hello again.", 0.6, 7),
+    ("The last of the eight streams.", 1.4, 8),
+]
+
+
+def _run(url: str, text: str, max_seconds: float, seed: int) -> list[np.ndarray]:
+    return list(VoxCPMClient(url).stream(text, max_seconds=max_seconds, seed=seed))
+
+
+def test_eight_concurrent_streams_equal_their_solo_output(triton_server):
+    url = triton_server.grpc_url
+    solo = [_run(url, *request) for request in REQUESTS]
+    with ThreadPoolExecutor(len(REQUESTS)) as pool:
+        together = list(pool.map(lambda request: _run(url, *request), REQUESTS))
+    assert len({len(chunks) for chunks in solo}) > 1, "the streams should differ in length"
+    for (text, _, _), alone, batched in zip(REQUESTS, solo, together):
+        assert len(batched) == len(alone), text
+        np.testing.assert_allclose(np.concatenate(batched), np.concatenate(alone), rtol=0, atol=1e-5, err_msg=text)
+    assert triton_server.wait_idle() == 0

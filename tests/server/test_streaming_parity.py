@@ -1,0 +1,73 @@
+"""Audio streamed through the server equals the in-process streaming output of the model core
+(voxcpm_triton.api.VoxCPM.generate with the same seed), chunk by chunk, for the model's own voice,
+a continuation prompt, a VoxCPM2 reference voice and a voice registered by VOICE_ID."""
+
+import numpy as np
+import pytest
+
+from client.streaming import VoxCPMClient
+
+pytestmark = pytest.mark.server
+
+TEXT = "Streaming through Triton."
+ATOL = 1e-5  # same fp32 CPU code on both sides; only batching order could differ
+
+
+@pytest.fixture(scope="module")
+def in_process(tiny_checkpoint):
+    from voxcpm_triton.api import VoxCPM
+
+    tts = VoxCPM.from_pretrained(tiny_checkpoint, devices="cpu")
+    yield tts
+    tts.close()
+
+
+@pytest.fixture(scope="module")
+def voice():
+    """Half a second of a voiced-like test signal at 16 kHz."""
+    rate = 16000
+    t = np.arange(rate // 2) / rate
+    noise = np.random.default_rng(0).standard_normal(t.size)
+    return (0.3 * np.sin(2 * np.pi * 180 * t) + 0.02 * noise).astype(np.float32), rate
+
+
+def _assert_same_chunks(server_chunks, local_chunks):
+    assert len(server_chunks) == len(local_chunks) > 0
+    for index, (got, want) in enumerate(zip(server_chunks, local_chunks)):
+        assert got.shape == want.shape, index
+        np.testing.assert_allclose(got, want, rtol=0, atol=ATOL, err_msg=f"chunk {index}")
+
+
+def test_zero_shot_stream_equals_in_process(triton_server, in_process):
+    server = list(VoxCPMClient(triton_server.grpc_url).stream(TEXT, seed=11))
+    local = list(in_process.generate(TEXT, seed=11))
+    _assert_same_chunks(server, local)
+
+
+def test_sampling_parameters_reach_the_engine(triton_server, in_process):
+    server = list(VoxCPMClient(triton_server.grpc_url).stream(TEXT, seed=12, cfg_value=1.5, timesteps=4))
+    local = list(in_process.generate(TEXT, seed=12, cfg_value=1.5, inference_timesteps=4))
+    _assert_same_chunks(server, local)
+    other_seed = list(VoxCPMClient(triton_server.grpc_url).stream(TEXT, seed=13, cfg_value=1.5, timesteps=4))
+    assert not np.allclose(np.concatenate(other_seed[:1]), np.concatenate(server[:1]))
+
+
+def test_prompt_voice_equals_in_process_and_is_reused_by_voice_id(triton_server, in_process, voice):
+    audio, rate = voice
+    client = VoxCPMClient(triton_server.grpc_url)
+    server = list(client.stream(TEXT, seed=21, prompt_audio=audio, prompt_sample_rate=rate,
+                                prompt_text="A prompt.", voice_id="prompted"))
+    local = list(in_process.generate(TEXT, seed=21, prompt_wav=audio, prompt_sample_rate=rate, prompt_text="A prompt."))
+    _assert_same_chunks(server, local)
+    again = list(client.stream(TEXT, seed=21, voice_id="prompted"))
+    _assert_same_chunks(again, local)
+
+
+def test_reference_voice_equals_in_process(triton_server, in_process, voice):
+    audio, rate = voice
+    client = VoxCPMClient(triton_server.grpc_url)
+    client.register_voice("imitated", audio, rate)
+    server = list(client.stream(TEXT, seed=31, voice_id="imitated"))
+    local = list(in_process.generate(TEXT, seed=31, reference_wav=audio, reference_sample_rate=rate))
+    _assert_same_chunks(server, local)
+    assert triton_server.wait_idle() == 0
