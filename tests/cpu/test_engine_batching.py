@@ -181,3 +181,16 @@ def test_duplicate_request_id_is_rejected(model):
     engine.submit(make_request(model, "dup", [120]))
     with pytest.raises(ValueError, match="already"):
         engine.submit(make_request(model, "dup", [121]))
+
+
+def test_bfloat16_engine_runs_and_stays_close_to_float32_on_the_first_patch():
+    model32 = tiny_model("voxcpm2")
+    model16 = tiny_model("voxcpm2").to(torch.bfloat16)
+    assert model16.base_lm.rope.cos_table.dtype == torch.bfloat16  # cast like the reference's buffers
+    request = lambda: make_request(model32, "x", [120, 121, 122], min_len=3, max_len=5, seed=9)
+    out32 = run_to_completion(engine_for(model32), [request()])["x"]
+    out16 = run_to_completion(engine_for(model16), [request()])["x"]
+    assert np.isfinite(out16).all() and out16.shape[1:] == out32.shape[1:]
+    assert engine_for(model16).runner.base_cache.k.dtype == torch.bfloat16
+    # Same noise draw and weights: the first patch differs only by bf16 rounding.
+    assert np.abs(out16[0] - out32[0]).max() <= 0.1 * np.abs(out32[0]).max()

@@ -55,6 +55,15 @@ class FlowMatching(nn.Module):
         super().__init__()
         self.estimator = estimator
         self.mean_mode = mean_mode
+        self._schedules: dict[tuple, tuple[torch.Tensor, torch.Tensor]] = {}
+
+    def schedule(self, n_timesteps: int, dtype: torch.dtype, device: torch.device) -> tuple[torch.Tensor, torch.Tensor]:
+        """euler_schedule, built once per (timesteps, dtype, device): its ~40 tiny ops would
+        otherwise run every step."""
+        key = (n_timesteps, dtype, device)
+        if key not in self._schedules:
+            self._schedules[key] = euler_schedule(n_timesteps, dtype, device)
+        return self._schedules[key]
 
     def sample(self, noise: torch.Tensor, mu: torch.Tensor, cond: torch.Tensor, n_timesteps: int,
                cfg_value: torch.Tensor) -> torch.Tensor:
@@ -63,7 +72,7 @@ class FlowMatching(nn.Module):
         Both guidance branches run as one estimator batch of 2N (conditional rows first, then the
         same rows with mu zeroed).
         """
-        times, steps = euler_schedule(n_timesteps, mu.dtype, mu.device)
+        times, steps = self.schedule(n_timesteps, mu.dtype, mu.device)
         batch = noise.shape[0]
         x = noise
         mu_in = torch.cat((mu, torch.zeros_like(mu)), dim=0)

@@ -80,6 +80,15 @@ class DecodeSlots:
     slots: torch.Tensor
     positions: torch.Tensor
     span: int
+    _live: torch.Tensor | None = None
+
+    @property
+    def live(self) -> torch.Tensor:
+        """Attention mask [B, 1, 1, span]: True where a cache row belongs to the stream's prefix."""
+        if self._live is None:
+            rows = torch.arange(self.span, device=self.positions.device)
+            self._live = (rows.unsqueeze(0) <= self.positions.unsqueeze(1))[:, None, None, :]
+        return self._live
 
 
 class Attention(nn.Module):
@@ -130,8 +139,7 @@ class Attention(nn.Module):
         v_cache[where.slots, :, where.positions] = v[:, :, 0]
         keys = k_cache[where.slots, :, : where.span]
         values = v_cache[where.slots, :, : where.span]
-        live = torch.arange(where.span, device=x.device).unsqueeze(0) <= where.positions.unsqueeze(1)
-        out = F.scaled_dot_product_attention(q, keys, values, attn_mask=live[:, None, None, :], enable_gqa=True)
+        out = F.scaled_dot_product_attention(q, keys, values, attn_mask=where.live, enable_gqa=True)
         return self.o_proj(out.reshape(batch, self.num_heads * self.head_dim))
 
 
