@@ -194,3 +194,26 @@ def test_bfloat16_engine_runs_and_stays_close_to_float32_on_the_first_patch():
     assert engine_for(model16).runner.base_cache.k.dtype == torch.bfloat16
     # Same noise draw and weights: the first patch differs only by bf16 rounding.
     assert np.abs(out16[0] - out32[0]).max() <= 0.1 * np.abs(out32[0]).max()
+
+
+def test_prefill_budget_spreads_admissions_without_changing_streams(model):
+    requests = mixed_requests(model, 4)  # prompt lengths grow with the index
+    lengths = [r.prompt_length for r in requests]
+    budget = lengths[0] + lengths[1]
+    engine = Engine(model, max_slots=8, max_context=model.config.max_length, device="cpu", window_patches=4,
+                    max_prefill_tokens=budget)
+    for request in requests:
+        engine.submit(request)
+    admitted_per_step = []
+    got: dict[str, list[np.ndarray]] = {r.request_id: [] for r in requests}
+    while engine.has_work:
+        before = engine.live_slots + len(engine.scheduler.queue)
+        outputs = engine.step()
+        admitted_per_step.append(sum(1 for o in outputs if o.patch_index == 0))
+        for output in outputs:
+            got[output.request_id].append(output.window[-1])
+        assert before >= engine.live_slots
+    assert admitted_per_step[0] == 2 and sum(admitted_per_step) == 4
+    alone = run_to_completion(engine_for(model), mixed_requests(model, 4))
+    for rid, patches in got.items():
+        assert np.abs(np.stack(patches) - alone[rid]).max() <= BATCH_TOLERANCE

@@ -19,7 +19,7 @@ from voxcpm_triton.model.voxcpm import VoxCPMModel
 
 class Engine:
     def __init__(self, model: VoxCPMModel, max_slots: int, max_context: int, device: torch.device | str,
-                 window_patches: int):
+                 window_patches: int, max_prefill_tokens: int | None = None):
         device = torch.device(device)
         config = model.config
         if not 1 < max_context <= config.max_length:
@@ -29,7 +29,7 @@ class Engine:
             raise ValueError(f"model parameters are on {param_device}, engine device is {device}")
         self.config = config
         self.max_context = max_context
-        self.scheduler = Scheduler(max_slots, max_context, window_patches)
+        self.scheduler = Scheduler(max_slots, max_context, window_patches, max_prefill_tokens)
         self.runner = ModelRunner(model.eval(), max_slots, max_context, device)
         self._lock = threading.Lock()
         self._step_lock = threading.Lock()

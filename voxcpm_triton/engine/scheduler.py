@@ -36,9 +36,12 @@ class Batch:
 
 
 class Scheduler:
-    def __init__(self, max_slots: int, max_context: int, window_patches: int):
+    def __init__(self, max_slots: int, max_context: int, window_patches: int, max_prefill_tokens: int | None = None):
         if window_patches < 1:
             raise ValueError(f"window_patches must be >= 1, got {window_patches}")
+        if max_prefill_tokens is not None and max_prefill_tokens < 1:
+            raise ValueError(f"max_prefill_tokens must be >= 1 or None, got {max_prefill_tokens}")
+        self.max_prefill_tokens = max_prefill_tokens
         self.slots = SlotPool(max_slots)
         self.max_context = max_context
         self.window_patches = window_patches
@@ -63,7 +66,11 @@ class Scheduler:
         return bool(self.queue or self.running or self._cancelled)
 
     def schedule(self) -> tuple[Batch, list[StepOutput]]:
-        """Drop cancelled streams, admit queued requests into free slots, and return the batch."""
+        """Drop cancelled streams, admit queued requests into free slots, and return the batch.
+
+        Admission is FIFO; with max_prefill_tokens set, a step admits prompts only while their
+        total length fits (at least one), so a burst of arrivals does not stall running streams
+        behind one huge prefill."""
         ended = [self._end(stream, error="cancelled") for stream in list(self.running.values())
                  if stream.request.request_id in self._cancelled]
         kept = deque()
@@ -75,7 +82,12 @@ class Scheduler:
         self.queue = kept
         self._cancelled.clear()
         admitted = []
+        prefill_tokens = 0
         while self.queue and self.slots.free:
+            length = self.queue[0].prompt_length
+            if admitted and self.max_prefill_tokens is not None and prefill_tokens + length > self.max_prefill_tokens:
+                break
+            prefill_tokens += length
             request = self.queue.popleft()
             stream = Stream(request, self.slots.allocate(), request.patch_budget(self.max_context))
             for patch in request.context_patches[-(self.window_patches - 1):] if self.window_patches > 1 else []:
