@@ -11,8 +11,6 @@ from voxcpm_triton.audio.audio_vae import build_audio_vae
 
 TOLERANCE = 1e-4
 
-pytestmark = pytest.mark.reference
-
 CASES = {
     "v1-depthwise": ("voxcpm", dict(encoder_dim=8, encoder_rates=[2, 5], latent_dim=16, decoder_dim=32,
                                     decoder_rates=[5, 2], depthwise=True, sample_rate=16000)),
@@ -55,6 +53,7 @@ def _randomise(module: torch.nn.Module, seed: int) -> None:
                 tensor.copy_(torch.randn(tensor.shape, generator=generator) * 0.3)
 
 
+@pytest.mark.reference
 @pytest.mark.parametrize("case", sorted(CASES))
 def test_audio_vae_matches_reference(case: str) -> None:
     architecture, cfg = CASES[case]
@@ -91,6 +90,7 @@ def test_audio_vae_matches_reference(case: str) -> None:
     assert not any(name.endswith(("weight_g", "weight_v")) for name in ours.state_dict())
 
 
+@pytest.mark.reference
 def test_v2_output_rate_selects_condition_bucket() -> None:
     architecture, cfg = CASES["v2-scale-bias"]
     reference = _reference_vae(architecture, cfg)
