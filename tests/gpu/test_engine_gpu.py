@@ -77,3 +77,19 @@ def test_full_size_voxcpm2_bf16_steps():
             assert output.error is None and np.isfinite(output.window).all()
             produced[output.request_id] += 1
     assert set(produced.values()) == {5}
+
+
+def test_api_on_cuda_streams_patch_sized_chunks(tmp_path):
+    from voxcpm_triton.api import VoxCPM
+    from voxcpm_triton.checkpoint.make import make_checkpoint
+
+    folder = make_checkpoint(tmp_path / "tiny", "voxcpm2", size="tiny")
+    tts = VoxCPM.from_pretrained(folder, devices=[0], dtype="bfloat16")
+    try:
+        assert tts._devices[0].engine.runner.device == torch.device("cuda:0")
+        chunks = list(tts.generate("hello world", seed=1, max_len=6))
+        config = tts._devices[0].checkpoint.config
+        assert 1 <= len(chunks) <= 6
+        assert all(c.shape == (config.samples_per_patch,) and np.isfinite(c).all() for c in chunks)
+    finally:
+        tts.close()
