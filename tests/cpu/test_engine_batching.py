@@ -217,3 +217,25 @@ def test_prefill_budget_spreads_admissions_without_changing_streams(model):
     alone = run_to_completion(engine_for(model), mixed_requests(model, 4))
     for rid, patches in got.items():
         assert np.abs(np.stack(patches) - alone[rid]).max() <= BATCH_TOLERANCE
+
+
+def test_a_failing_prefill_ends_only_the_admitted_streams(model):
+    engine = engine_for(model, slots=4)
+    first, second = mixed_requests(model, 2)
+    first.min_len = first.max_len = 20
+    engine.submit(first)
+    engine.step()
+    real_prefill = engine.runner.prefill
+
+    def broken(streams):
+        raise RuntimeError("device fell over")
+
+    engine.runner.prefill = broken
+    engine.submit(second)
+    outputs = {o.request_id: o for o in engine.step()}
+    assert outputs["s1"].finished and "prefill failed: device fell over" in outputs["s1"].error
+    assert outputs["s0"].error is None and not outputs["s0"].finished
+    assert engine.live_slots == 1
+    engine.runner.prefill = real_prefill
+    engine.submit(mixed_requests(model, 2)[1])  # the slot and the request id are free again
+    assert {o.request_id for o in engine.step()} == {"s0", "s1"}
