@@ -97,22 +97,33 @@ class ModelRunner:
 
     @torch.inference_mode()
     def decode(self, streams: list[Stream]) -> tuple[np.ndarray, np.ndarray]:
-        """One generation step for every stream -> (patches float32 [B, P, D], stop flags bool [B])."""
-        model = self.model
+        """One generation step for every stream -> (patches float32 [B, P, D], stop flags bool [B]).
+
+        Split for CUDA graphs: the noise is drawn first (per-stream generators, outside any
+        graph), `_advance` is pure device work on fixed-shape inputs, and the single host copy
+        comes last."""
         slots = torch.tensor([s.slot for s in streams], device=self.device)
+        noise = self._noise(streams)
+        span = max(s.position for s in streams) + 1
+        patch, stop = self._advance(streams, slots, noise, span)
+        host = torch.cat((patch.flatten(1).float(), stop.float().unsqueeze(1)), dim=1).cpu().numpy()
+        return host[:, :-1].reshape(len(streams), *self.patch_shape), host[:, -1] > 0.5
+
+    def _advance(self, streams: list[Stream], slots: torch.Tensor, noise: torch.Tensor,
+                 span: int) -> tuple[torch.Tensor, torch.Tensor]:
+        """The reference loop body for a batch: sample the patch from the current hidden states,
+        read the stop head, then feed the patch through LocEnc and both LMs for the next step."""
+        model = self.model
         lm_hidden, residual_hidden = self.lm_hidden[slots], self.residual_hidden[slots]
         mu = model.dit_condition(lm_hidden, residual_hidden)
-        patch = self._sample(streams, self._noise(streams), mu, self.prev_patch[slots], self.cfg_value[slots])
+        patch = self._sample(streams, noise, mu, self.prev_patch[slots], self.cfg_value[slots])
         stop = model.stop_logits(lm_hidden).argmax(dim=-1) == 1
 
-        where = DecodeSlots(slots, self.positions[slots], span=max(s.position for s in streams) + 1)
+        where = DecodeSlots(slots, self.positions[slots], span)
         patch_embed = model.embed_patches(patch.unsqueeze(1))[:, 0]
         next_lm, next_residual = model.decode_lms(patch_embed, self.base_cache.pair, self.residual_cache.pair, where)
         self.lm_hidden[slots] = next_lm
         self.residual_hidden[slots] = next_residual
         self.prev_patch[slots] = patch
         self.positions[slots] += 1
-
-        host = torch.cat((patch.flatten(1).float(), stop.float().unsqueeze(1)), dim=1).cpu().numpy()
-        patches = host[:, :-1].reshape(len(streams), *self.patch_shape)
-        return patches, host[:, -1] > 0.5
+        return patch, stop
