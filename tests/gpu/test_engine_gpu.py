@@ -93,3 +93,25 @@ def test_api_on_cuda_streams_patch_sized_chunks(tmp_path):
         assert all(c.shape == (config.samples_per_patch,) and np.isfinite(c).all() for c in chunks)
     finally:
         tts.close()
+
+
+def test_device_part_of_a_step_never_syncs():
+    """The step's only device-to-host copy is the final one in ModelRunner.decode: the device part
+    (`_advance`) must not synchronise at all."""
+    model = tiny_model("voxcpm2").cuda()
+    engine = cuda_engine(model)
+    for request in mixed_requests(model, 4):
+        request.min_len = request.max_len = 20
+        engine.submit(request)
+    engine.step()  # prefill + first decode (builds the cached Euler schedules)
+    streams = list(engine.scheduler.running.values())
+    runner = engine.runner
+    slots = torch.tensor([s.slot for s in streams], device="cuda")
+    noise = runner._noise(streams)
+    span = max(s.position for s in streams) + 1
+    torch.cuda.synchronize()
+    torch.cuda.set_sync_debug_mode("error")
+    try:
+        runner._advance(streams, slots, noise, span)
+    finally:
+        torch.cuda.set_sync_debug_mode("default")
