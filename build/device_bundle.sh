@@ -16,12 +16,14 @@ LIMIT_BYTES=$((64 * 1024 * 1024))
 PY=${PYTHON:-python3}
 
 # What the image already holds is left out on purpose (torch 2.11, torchaudio, transformers, tokenizers,
-# safetensors, grpcio, einops, tqdm, huggingface_hub, matplotlib, pytest, scipy, numba, xxhash, ...).
+# safetensors, einops, tqdm, huggingface_hub, matplotlib, pytest, scipy, numba, xxhash, ...).
+# grpcio is brought although the image has one: tritonclient 2.51's stubs refuse grpcio < 1.67 and the
+# image's version is not recorded.
 # numpy 1.26.4: the pytriton Python backend breaks silently with numpy 2, and tritonclient wants numpy<2.
 # librosa 0.11: 1.x needs numpy 2; the reference and Nano-vLLM-VoxCPM import it at module level.
 WHEELS=(
   numpy==1.26.4
-  protobuf==4.25.9
+  protobuf==4.25.9 grpcio==1.85.3
   python-rapidjson==1.25
   voxcpm==2.0.3
   nano-vllm-voxcpm==2.0.5

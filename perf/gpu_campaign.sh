@@ -3,19 +3,22 @@
 # checkpoint, the same texts and the same forced length (perf/README.md says how each is driven).
 #
 #   OUT=/where/results/go bash perf/gpu_campaign.sh [PART...]
-#   PARTS: setup ours triton reference nano report     (default: all of them, in that order)
+#   PARTS: setup ours triton nano reference report     (default: all of them, in that order)
 #   setup is implied by every other part and is skipped when already done on this machine.
 #
 # Needs build/out/device/ from build/device_bundle.sh (carry it). Every part runs in its own time box
 # and its own process group; a part that fails or runs out of time is logged and the next one runs.
 # The whole campaign stops starting parts when CAMPAIGN_BUDGET_S (default 560) is nearly spent, so it
-# fits one 10-minute device call; give it the parts in two calls if one does not suffice.
+# fits one 10-minute device call. All parts need more than one call (setup ~1-2 min, ours ~3, triton
+# ~5-7, nano ~4, reference ~3): run `ours triton` in one call and `nano reference` in the next.
 # $OUT receives at most 4 files (the device returns at most 8): campaign.log, summary.md, plots.png
 # and results.tar.gz (every sweep JSON, perf_analyzer export and per-part log).
 #
 # Environment: VOXCPM_GIT_COMMIT (the tree travels without .git), CAMPAIGN_BUDGET_S, PATCHES (50),
 # LEVELS (1,4,16,64,128,256), REFERENCE_LEVELS (1,4,16), PA_LEVELS ("1 16"), HOST_PYTHON
-# (/opt/torch/.venv/bin/python3: the image's Python with CUDA torch).
+# (/opt/torch/.venv/bin/python3: the image's Python with CUDA torch), TRITON_{HTTP,GRPC,METRICS}_PORT
+# (8000-8002, as build/tritonserver.sh). For a dry run on a CPU machine
+# with build/setup.sh's venv: CAMPAIGN_DEVICE=cpu CAMPAIGN_SIZE=tiny and a setup.done file (see setup).
 set -u
 ROOT=$(cd "$(dirname "$0")/.." && pwd)
 SELF=$ROOT/perf/gpu_campaign.sh
@@ -31,7 +34,9 @@ HOST_PYTHON=${HOST_PYTHON:-/opt/torch/.venv/bin/python3}
 BUNDLE=$ROOT/build/out/device
 WORK=$ROOT/build/out/campaign
 VENV=$ROOT/build/out/venv
-CKPT=$WORK/checkpoints/voxcpm2-full
+DEVICE=${CAMPAIGN_DEVICE:-cuda}
+SIZE=${CAMPAIGN_SIZE:-full}
+CKPT=$WORK/checkpoints/voxcpm2-$SIZE
 RES=$WORK/results
 LOGS=$RES/logs
 mkdir -p "$OUT" "$RES" "$LOGS"
@@ -99,7 +104,7 @@ print("venv ok: torch", torch.__version__, "cuda", torch.cuda.is_available(), "n
 make_checkpoint() {
     [ -f "$CKPT/done" ] && return 0
     rm -rf "$CKPT"
-    "$VENV/bin/python" -m voxcpm_triton.checkpoint.make --variant voxcpm2 --size full --out "$CKPT" || return 1
+    "$VENV/bin/python" -m voxcpm_triton.checkpoint.make --variant voxcpm2 --size "$SIZE" --out "$CKPT" || return 1
     "$VENV/bin/python" -m perf.force_length "$CKPT" || return 1
     du -sh "$CKPT"
     touch "$CKPT/done"
@@ -116,7 +121,7 @@ setup() {
 
 # ------------------------------------------------------------------------------------------ parts
 part_ours() {
-    run_part ours_inprocess 200 "$VENV/bin/python" -m perf.inprocess_bench --checkpoint "$CKPT" \
+    run_part ours_inprocess 200 "$VENV/bin/python" -m perf.inprocess_bench --checkpoint "$CKPT" --device "$DEVICE" \
         --out "$RES/ours_inprocess.json" --levels "$LEVELS" --patches "$PATCHES" --budget-s 150
 }
 
@@ -131,7 +136,8 @@ while time.time() < end:
     except OSError:
         sys.exit("tritonserver exited during start-up")
     try:
-        if urllib.request.urlopen("http://127.0.0.1:8000/v2/health/ready", timeout=2).status == 200:
+        port = os.environ.get("TRITON_HTTP_PORT", "8000")
+        if urllib.request.urlopen(f"http://127.0.0.1:{port}/v2/health/ready", timeout=2).status == 200:
             sys.exit(0)
     except Exception:
         pass
@@ -144,12 +150,13 @@ triton_session() {
     # Default (KIND_GPU) configs: build/tritonserver.sh picks them when nvidia-smi lists a GPU.
     VOXCPM_CHECKPOINT="$CKPT" setsid "$ROOT/build/tritonserver.sh" >"$LOGS/tritonserver.log" 2>&1 &
     local server=$! t0=$SECONDS
-    if wait_ready "$server" 200; then
+    if wait_ready "$server" 150; then
         echo "tritonserver ready after $((SECONDS - t0)) s; GPU: $(gpu_snapshot)"
-        timeout -k 5 220 "$VENV/bin/python" -m perf.stream_load --url 127.0.0.1:8001 --out "$RES/ours_triton.json" \
-            --levels "$LEVELS" --patches "$PATCHES" --budget-s 160 || echo "stream_load failed: $?"
+        export TRITON_GRPC_URL=127.0.0.1:${TRITON_GRPC_PORT:-8001}
+        timeout -k 5 200 "$VENV/bin/python" -m perf.stream_load --url "$TRITON_GRPC_URL" --out "$RES/ours_triton.json" \
+            --levels "$LEVELS" --patches "$PATCHES" --budget-s 140 || echo "stream_load failed: $?"
         for c in $PA_LEVELS; do
-            timeout -k 5 60 bash "$ROOT/perf/perf_analyzer.sh" "$c" "$RES/perf_analyzer_c$c.json" \
+            timeout -k 5 45 bash "$ROOT/perf/perf_analyzer.sh" "$c" "$RES/perf_analyzer_c$c.json" \
                 >"$LOGS/perf_analyzer_c$c.log" 2>&1 || echo "perf_analyzer c=$c failed: $?"
         done
         "$VENV/bin/python" -m perf.perf_analyzer_export "$RES"/perf_analyzer_c*.json --out "$RES/perf_analyzer.md" \
@@ -164,11 +171,12 @@ triton_session() {
 }
 
 part_triton() {
-    run_part ours_triton 480 bash "$SELF" _fn triton_session
+    run_part ours_triton 420 bash "$SELF" _fn triton_session
 }
 
 part_reference() {
-    run_part reference 240 "$VENV/bin/python" -m perf.baselines.reference_bench --checkpoint "$CKPT" --compile \
+    run_part reference 240 "$VENV/bin/python" -m perf.baselines.reference_bench --checkpoint "$CKPT" \
+        --device "$DEVICE" $([ "$DEVICE" = cuda ] && echo --compile) \
         --out "$RES/reference.json" --levels "$REFERENCE_LEVELS" --patches "$PATCHES" --budget-s 200
 }
 
@@ -199,7 +207,7 @@ if [ "${1:-}" = _fn ]; then
 fi
 
 PARTS=("$@")
-[ ${#PARTS[@]} -eq 0 ] && PARTS=(setup ours triton reference nano report)
+[ ${#PARTS[@]} -eq 0 ] && PARTS=(setup ours triton nano reference report)
 log "commit $VOXCPM_GIT_COMMIT, parts: ${PARTS[*]}, budget ${CAMPAIGN_BUDGET_S:-560}s"
 if ! setup; then
     log "setup failed: see logs; nothing else can run"

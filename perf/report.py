@@ -3,9 +3,9 @@
     python -m perf.report OUT_DIR ours_inprocess.json ours_triton.json reference.json nanovllm.json
 
 Writes OUT_DIR/summary.md, OUT_DIR/summary.json and OUT_DIR/plots.png (plots need matplotlib; the
-Markdown does not). Ratios compare the first system ("ours") with each of the others at each
-concurrency: throughput ratio = ours / theirs (higher is better), first-audio ratio = ours / theirs
-(lower is better).
+Markdown does not). Ratios compare each system whose name starts with "ours" (else the first one)
+with each other system at each concurrency: throughput ratio = ours / theirs (higher is better),
+first-audio ratio = ours / theirs (lower is better).
 """
 
 from __future__ import annotations
@@ -93,10 +93,13 @@ def render_markdown(results: Sequence[dict]) -> str:
                   f"sample rate {result.get('sample_rate')}, {meta.get('rounds', 1)} request(s) per client"
                   + (f", {meta['notes']}" if meta.get("notes") else ""), "",
                   system_table(result), ""]
-    if len(results) > 1:
-        parts += [f"## Ratios: {results[0]['system']} against each other system",
-                  "(throughput: higher is better; first audio: lower is better)", "",
-                  ratio_table(results[0], results[1:]), ""]
+    ours = [r for r in results if r["system"].startswith("ours")] or list(results[:1])
+    others = [r for r in results if r not in ours]
+    for mine in ours:
+        if others:
+            parts += [f"## Ratios: {mine['system']} against each baseline",
+                      "(throughput: higher is better; first audio: lower is better)", "",
+                      ratio_table(mine, others), ""]
     return "\n".join(parts)
 
 
@@ -107,7 +110,8 @@ def plot(results: Sequence[dict], path: Path) -> bool:
 
         matplotlib.use("Agg")
         import matplotlib.pyplot as plt
-    except ImportError:
+    except Exception as exc:  # absent, or built against another numpy: the Markdown still stands
+        print(f"no plots: matplotlib does not import ({type(exc).__name__}: {exc})")
         return False
     panels = (("first_audio_ms_p50", "first audio p50 (ms)"), ("rtf_p50", "RTF p50 ((wall-first)/audio)"),
               ("throughput_audio_s_per_s", "throughput (audio s per s)"))
@@ -132,7 +136,7 @@ def plot(results: Sequence[dict], path: Path) -> bool:
 def main(argv: Optional[Sequence[str]] = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("out_dir", type=Path)
-    parser.add_argument("results", type=Path, nargs="+", help="sweep JSONs; the first is 'ours'")
+    parser.add_argument("results", type=Path, nargs="+", help="sweep JSONs (missing files are skipped)")
     args = parser.parse_args(argv)
     existing = [p for p in args.results if p.is_file()]
     if not existing:

@@ -42,9 +42,12 @@ def test_sweep_writes_levels_and_respects_budget(tmp_path):
 def test_markdown_has_every_system_and_ratios(tmp_path):
     a = run_sweep("ours", fake_level(0.01), RATE, [1, 4], tmp_path / "a.json", warmup=0)
     b = run_sweep("peer", fake_level(0.04), RATE, [1, 4], tmp_path / "b.json", warmup=0)
-    text = render_markdown([a, b])
+    served = run_sweep("ours served", fake_level(0.02), RATE, [1, 4], tmp_path / "c.json", warmup=0)
+    text = render_markdown([a, b, served])
     assert "## ours" in text and "## peer" in text
-    assert "throughput x vs peer" in text
+    assert "## Ratios: ours against each baseline" in text
+    assert "## Ratios: ours served against each baseline" in text
+    assert "throughput x vs peer" in text and "x vs ours served" not in text
     # ours streams 4x faster: 4x the throughput, a quarter of the first-audio time
     row_c4 = [line for line in text.splitlines() if line.startswith("| 4 |") and line.count("|") == 4][0]
     assert row_c4.split("|")[2].strip() == "4.00" and row_c4.split("|")[3].strip() == "0.25"
