@@ -121,7 +121,8 @@ def flash_attn_with_kvcache(q, k_cache, v_cache, k=None, v=None, rotary_cos=None
     kt = keys.permute(0, 2, 3, 1)  # [B, Hk, D, L]
     scores = torch.matmul(qg, kt).float() * scale  # [B, Hk, Sq*G, L]
     key_pos = torch.arange(keys.shape[1], device=q.device).view(1, 1, 1, -1)
-    limit = cache_seqlens.view(batch, 1, 1, 1)
+    # Rows nano pads a graph bucket with may say 0 keys; one visible key keeps their softmax finite.
+    limit = cache_seqlens.clamp(min=1).view(batch, 1, 1, 1)
     if causal and sq > 1:
         query_pos = (cache_seqlens.view(batch, 1) - sq
                      + torch.arange(sq, device=q.device).view(1, -1)).repeat_interleave(groups, dim=1)
