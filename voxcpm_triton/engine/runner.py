@@ -38,6 +38,11 @@ class ModelRunner:
         self.positions = torch.zeros(max_slots, device=device, dtype=torch.int64)
         self.generators: list[torch.Generator | None] = [None] * max_slots
 
+    def _upload(self, values: torch.Tensor | list) -> torch.Tensor:
+        """Host data -> device. Callers upload before queueing any kernel of the step: a pageable
+        copy waits for the device queue, which is empty only at the start of a step."""
+        return torch.as_tensor(values).to(self.device)
+
     @torch.inference_mode()
     def prefill(self, streams: list[Stream]) -> None:
         """Run the prompts of newly admitted streams (right-padded into one batch) and fill their slots."""
@@ -55,12 +60,14 @@ class ModelRunner:
             feats[row, :length] = request.feats
             text_mask[row, :length] = request.text_mask
             audio_mask[row, :length] = request.audio_mask
-        feats = feats.to(self.device, self.dtype)
-        out = self.model.prefill(tokens.to(self.device), feats, text_mask.to(self.device), audio_mask.to(self.device))
+        tokens, feats, text_mask, audio_mask = map(self._upload, (tokens, feats, text_mask, audio_mask))
+        last = self._upload([length - 1 for length in lengths])
+        slots = self._upload([s.slot for s in streams])
+        cfg_value = self._upload([float(s.request.cfg_value) for s in streams])
 
+        feats = feats.to(self.dtype)
+        out = self.model.prefill(tokens, feats, text_mask, audio_mask)
         rows = torch.arange(len(streams), device=self.device)
-        last = torch.tensor(lengths, device=self.device) - 1
-        slots = torch.tensor([s.slot for s in streams], device=self.device)
         for row, stream in enumerate(streams):
             self.base_cache.write_prompt(stream.slot, out.base_kv, row, lengths[row])
             self.residual_cache.write_prompt(stream.slot, out.residual_kv, row, lengths[row])
@@ -71,7 +78,7 @@ class ModelRunner:
         self.residual_hidden[slots] = out.residual_hidden[rows, last]
         self.prev_patch[slots] = feats[rows, last]
         self.positions[slots] = last + 1
-        self.cfg_value[slots] = torch.tensor([float(s.request.cfg_value) for s in streams], device=self.device)
+        self.cfg_value[slots] = cfg_value
 
     def _noise(self, streams: list[Stream]) -> torch.Tensor:
         """Each stream's own draw, [B, P, D]; drawn as [D, P] like the reference so seeds line up."""
@@ -79,19 +86,23 @@ class ModelRunner:
                              device=self.device, dtype=self.dtype) for s in streams]
         return torch.cat(draws).transpose(1, 2)
 
-    def _sample(self, streams: list[Stream], noise: torch.Tensor, mu: torch.Tensor, cond: torch.Tensor,
-                cfg_value: torch.Tensor) -> torch.Tensor:
-        """Run the flow-matching sampler once per distinct timestep count in the batch."""
+    def _timestep_groups(self, streams: list[Stream]) -> list[tuple[int, torch.Tensor | None]]:
+        """(timesteps, batch rows or None for all rows) per distinct timestep count in the batch."""
         groups: dict[int, list[int]] = defaultdict(list)
         for row, stream in enumerate(streams):
             groups[stream.request.timesteps].append(row)
+        if len(groups) == 1:
+            return [(next(iter(groups)), None)]
+        return [(timesteps, self._upload(rows)) for timesteps, rows in groups.items()]
+
+    def _sample(self, groups: list[tuple[int, torch.Tensor | None]], noise: torch.Tensor, mu: torch.Tensor,
+                cond: torch.Tensor, cfg_value: torch.Tensor) -> torch.Tensor:
+        """Run the flow-matching sampler once per distinct timestep count in the batch."""
         sampler = self.model.feat_decoder
         if len(groups) == 1:
-            (timesteps,) = groups
-            return sampler.sample(noise, mu, cond, timesteps, cfg_value)
+            return sampler.sample(noise, mu, cond, groups[0][0], cfg_value)
         patch = torch.empty_like(noise)
-        for timesteps, rows in groups.items():
-            index = torch.tensor(rows, device=self.device)
+        for timesteps, index in groups:
             patch[index] = sampler.sample(noise[index], mu[index], cond[index], timesteps, cfg_value[index])
         return patch
 
@@ -102,21 +113,22 @@ class ModelRunner:
         Split for CUDA graphs: the noise is drawn first (per-stream generators, outside any
         graph), `_advance` is pure device work on fixed-shape inputs, and the single host copy
         comes last."""
-        slots = torch.tensor([s.slot for s in streams], device=self.device)
+        slots = self._upload([s.slot for s in streams])
+        groups = self._timestep_groups(streams)
         noise = self._noise(streams)
         span = max(s.position for s in streams) + 1
-        patch, stop = self._advance(streams, slots, noise, span)
+        patch, stop = self._advance(groups, slots, noise, span)
         host = torch.cat((patch.flatten(1).float(), stop.float().unsqueeze(1)), dim=1).cpu().numpy()
         return host[:, :-1].reshape(len(streams), *self.patch_shape), host[:, -1] > 0.5
 
-    def _advance(self, streams: list[Stream], slots: torch.Tensor, noise: torch.Tensor,
+    def _advance(self, groups: list[tuple[int, torch.Tensor | None]], slots: torch.Tensor, noise: torch.Tensor,
                  span: int) -> tuple[torch.Tensor, torch.Tensor]:
         """The reference loop body for a batch: sample the patch from the current hidden states,
         read the stop head, then feed the patch through LocEnc and both LMs for the next step."""
         model = self.model
         lm_hidden, residual_hidden = self.lm_hidden[slots], self.residual_hidden[slots]
         mu = model.dit_condition(lm_hidden, residual_hidden)
-        patch = self._sample(streams, noise, mu, self.prev_patch[slots], self.cfg_value[slots])
+        patch = self._sample(groups, noise, mu, self.prev_patch[slots], self.cfg_value[slots])
         stop = model.stop_logits(lm_hidden).argmax(dim=-1) == 1
 
         where = DecodeSlots(slots, self.positions[slots], span)
