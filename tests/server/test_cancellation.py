@@ -3,7 +3,9 @@
 A request sent to ar_decoder itself sees the cancellation at once (response_sender.is_cancelled()).
 Through the voxcpm ensemble, Triton 2.51 only cancels the ensemble's *next* step requests, not the
 decoder request already streaming, so there the slot is freed when the stream reaches its own end
-(MAX_SECONDS / length limit); the test checks that nothing leaks and the server keeps serving."""
+(MAX_SECONDS / length limit); the test checks that the slot is freed and the server keeps serving.
+(Triton 2.51 itself then keeps counting the cancelled ensemble request as in flight, so a server
+stop waits out --exit-timeout-secs; seen with a three-step scratch ensemble as well.)"""
 
 import queue
 import time
@@ -61,7 +63,7 @@ def test_cancel_frees_the_decoder_slot_at_once(triton_server):
     assert audio.size > 0
 
 
-def test_cancel_through_the_ensemble_leaks_nothing(triton_server):
+def test_cancel_through_the_ensemble_frees_the_slot_and_keeps_serving(triton_server):
     client = VoxCPMClient(triton_server.grpc_url)
     stream = client.stream("A longer sentence that we stop listening to early.", max_seconds=3.0, seed=4)
     first = next(stream)

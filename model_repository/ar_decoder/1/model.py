@@ -12,6 +12,7 @@ from voxcpm_triton.engine.engine import Engine
 from voxcpm_triton.serving import model_settings
 from voxcpm_triton.serving.engine_loop import EngineLoop
 from voxcpm_triton.serving.request_tensors import WIRE_DTYPES, from_wire
+from voxcpm_triton.serving.warm_up import warm_up_engine
 
 FINAL = pb_utils.TRITONSERVER_RESPONSE_COMPLETE_FINAL
 
@@ -66,6 +67,7 @@ class TritonPythonModel:
             device=device,
             window_patches=window_patches,
         )
+        warm_up_engine(engine)
         family = pb_utils.MetricFamily(
             name="voxcpm_live_slots",
             description="Engine slots held by live streams (0 when idle: no leaked slots)",

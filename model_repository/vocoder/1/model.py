@@ -8,6 +8,7 @@ import triton_python_backend_utils as pb_utils
 from voxcpm_triton.audio.vocoder import WindowedVocoder
 from voxcpm_triton.checkpoint.loader import load_checkpoint
 from voxcpm_triton.serving import model_settings
+from voxcpm_triton.serving.warm_up import warm_up_vocoder
 
 
 class TritonPythonModel:
@@ -18,6 +19,7 @@ class TritonPythonModel:
         device = model_settings.instance_device(args)
         loaded = load_checkpoint(folder, dtype=model_settings.torch_dtype(parameters), device="cpu")
         self.vocoder = WindowedVocoder(loaded.audio_vae.to(device), loaded.config.patch_size)
+        warm_up_vocoder(self.vocoder)
         self.sample_rate = np.array([[self.vocoder.sample_rate]], dtype=np.int32)
         pb_utils.Logger.log_info(
             f"vocoder: checkpoint {folder} on {device}, window {self.vocoder.window_patches} patches"
