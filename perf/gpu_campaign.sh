@@ -86,7 +86,9 @@ setup_venv() {
     "$HOST_PYTHON" -m pip install -q --no-index --no-deps --no-compile --target "$site" "$BUNDLE"/wheels/*.whl || return 1
     printf '%s\n' "$host_site" >"$site/zz_host_site.pth"
     printf '%s\n' "$ROOT" >"$site/voxcpm_triton_repo.pth"
-    mkdir -p "$WORK/tritonserver" && tar -C "$WORK" -xJf "$BUNDLE/tritonserver.tar.xz" || return 1
+    # Python's tarfile, not tar -J: the image may lack the xz program; filter "tar" keeps modes and links.
+    "$HOST_PYTHON" -c 'import sys, tarfile; tarfile.open(sys.argv[1]).extractall(sys.argv[2], filter="tar")' \
+        "$BUNDLE/tritonserver.tar.xz" "$WORK" || return 1
     mkdir -p "$site/pytriton/tritonserver" "$ROOT/build/out/tritonserver/backends" "$ROOT/build/out/lib"
     ln -sfn "$WORK/tritonserver/bin" "$site/pytriton/tritonserver/bin"
     ln -sfn "$WORK/tritonserver/lib" "$site/nvidia_pytriton.libs"
