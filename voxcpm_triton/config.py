@@ -355,11 +355,17 @@ def parse_config(raw: dict[str, Any]) -> ModelConfig:
         dtype=dtype,
         raw=raw,
     )
-    for name, sizes in (("encoder_config", config.encoder), ("dit_config", config.dit)):
-        if sizes.num_heads % lm.num_key_value_heads:
+    for name, stack in (("encoder_config", config.encoder_lm), ("dit_config", config.dit_lm)):
+        if stack.num_attention_heads % lm.num_key_value_heads:
             raise ConfigError(
-                f"config.json: {name}.num_heads ({sizes.num_heads}) must be a multiple of "
+                f"config.json: {name}.num_heads ({stack.num_attention_heads}) must be a multiple of "
                 f"lm_config.num_key_value_heads ({lm.num_key_value_heads}), which LocEnc/LocDiT inherit"
+            )
+        # LocEnc/LocDiT inherit the LM's LongRoPE factors, one per rotary frequency of their heads.
+        if len(lm.rope_scaling.short_factor) != stack.head_dim // 2:
+            raise ConfigError(
+                f"config.json: {name} head size {stack.head_dim} (kv_channels, or hidden_dim/num_heads) needs "
+                f"{stack.head_dim // 2} LongRoPE factors, lm_config.rope_scaling has {len(lm.rope_scaling.short_factor)}"
             )
     if config.lm.vocab_size <= max(REF_AUDIO_END_TOKEN, AUDIO_START_TOKEN):
         raise ConfigError(

@@ -76,6 +76,7 @@ def test_missing_key_is_named():
      (lambda r: r.update(dtype="int8"), "dtype"),
      (lambda r: r["lm_config"].update(num_key_value_heads=3), "num_key_value_heads"),
      (lambda r: r["dit_config"].update(num_heads=3), "dit_config.num_heads"),
+     (lambda r: r["encoder_config"].update(kv_channels=None), "encoder_config head size 12"),
      (lambda r: r.update(patch_size=0), "patch_size"),
      (lambda r: r["lm_config"]["rope_scaling"].update(long_factor=[1.0]), "long_factor"),
      (lambda r: r["dit_config"]["cfm_config"].update(solver="dopri5"), "solver")],
