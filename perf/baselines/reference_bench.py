@@ -53,7 +53,7 @@ def make_run_level(tts, patches: int, seed: int):
                                                 denoise=False, retry_badcase=False)
                 for chunk in chunks:
                     record.add_chunk(int(np.asarray(chunk).size), time.perf_counter())
-            record.finished_at = time.perf_counter()
+                record.finished_at = time.perf_counter()
         except Exception as exc:  # a failed request is reported in the table, not fatal to the sweep
             record.error = f"{type(exc).__name__}: {exc}"
 
