@@ -110,9 +110,11 @@ class ModelRunner:
     def decode(self, streams: list[Stream]) -> tuple[np.ndarray, np.ndarray]:
         """One generation step for every stream -> (patches float32 [B, P, D], stop flags bool [B]).
 
-        Split for CUDA graphs: the noise is drawn first (per-stream generators, outside any
-        graph), `_advance` is pure device work on fixed-shape inputs, and the single host copy
-        comes last."""
+        Split for CUDA graphs: host data is uploaded and the noise drawn first (per-stream
+        generators, outside any graph), `_advance` is device work only, and the single host copy
+        comes last. In `_advance` only `span` (the longest live cache prefix) varies with the
+        streams' lengths; a graph per batch bucket would attend over a fixed span with per-slot
+        lengths instead."""
         slots = self._upload([s.slot for s in streams])
         groups = self._timestep_groups(streams)
         noise = self._noise(streams)
