@@ -69,6 +69,27 @@ def test_matches_reference_wrapper(folder: Path, hf_tokenizer, text: str) -> Non
     assert TextTokenizer.from_folder(folder).encode(text) == reference(text)
 
 
+def test_tokens_only_in_tokenizer_config_are_added_like_transformers(folder: Path, tmp_path: Path) -> None:
+    transformers = pytest.importorskip("transformers")
+    import json
+    import shutil
+
+    extended = tmp_path / "extended"
+    shutil.copytree(folder, extended)
+    config = json.loads((extended / "tokenizer_config.json").read_text())
+    next_id = TextTokenizer.from_folder(folder).vocab_size
+    for offset, content in enumerate(["<|extra_special|>", "<|extra_plain|>"]):
+        config["added_tokens_decoder"][str(next_id + offset)] = {
+            "content": content, "lstrip": False, "rstrip": False, "normalized": False, "single_word": False,
+            "special": offset == 0}
+    (extended / "tokenizer_config.json").write_text(json.dumps(config))
+    hf = transformers.LlamaTokenizerFast.from_pretrained(str(extended))
+    ours = TextTokenizer.from_folder(extended)
+    text = "say <|extra_special|> and <|extra_plain|> now"
+    assert ours.encode(text) == hf.convert_tokens_to_ids(hf.tokenize(text))
+    assert next_id in ours.encode(text) and next_id + 1 in ours.encode(text)
+
+
 def test_missing_tokenizer_file_is_reported(tmp_path: Path) -> None:
     with pytest.raises(FileNotFoundError, match="tokenizer.json"):
         TextTokenizer.from_folder(tmp_path)

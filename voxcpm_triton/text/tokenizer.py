@@ -11,7 +11,7 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
-from tokenizers import Tokenizer
+from tokenizers import AddedToken, Tokenizer
 
 _WORD_MARKER = "\u2581"
 
@@ -24,6 +24,25 @@ def _token_content(value: object) -> str | None:
     if isinstance(value, dict):
         return value.get("content")
     return value if isinstance(value, str) else None
+
+
+def _add_configured_tokens(tokenizer: Tokenizer, added: dict[str, dict]) -> None:
+    """Tokens listed in tokenizer_config.json but absent from tokenizer.json: transformers appends
+    them at load time, so do the same (ids in the order of their configured ids)."""
+    for token_id, entry in sorted(added.items(), key=lambda item: int(item[0])):
+        content = entry["content"]
+        if tokenizer.token_to_id(content) is not None:
+            continue
+        token = AddedToken(content, single_word=entry.get("single_word", False), lstrip=entry.get("lstrip", False),
+                           rstrip=entry.get("rstrip", False), normalized=entry.get("normalized", False),
+                           special=entry.get("special", False))
+        if entry.get("special", False):
+            tokenizer.add_special_tokens([token])
+        else:
+            tokenizer.add_tokens([token])
+        if tokenizer.token_to_id(content) != int(token_id):
+            raise ValueError(f"tokenizer_config.json puts {content!r} at id {token_id}, "
+                             f"but tokenizer.json places it at {tokenizer.token_to_id(content)}")
 
 
 class TextTokenizer:
@@ -42,12 +61,14 @@ class TextTokenizer:
             raise FileNotFoundError(f"no tokenizer.json in checkpoint folder {str(folder)!r}")
         # LlamaTokenizerFast's unk token defaults to "<unk>" unless tokenizer_config.json names one.
         unk_token: str | None = "<unk>"
+        tokenizer = Tokenizer.from_file(str(path))
         config_path = folder / "tokenizer_config.json"
         if config_path.is_file():
             config = json.loads(config_path.read_text(encoding="utf-8"))
             if "unk_token" in config:
                 unk_token = _token_content(config["unk_token"])
-        return cls(Tokenizer.from_file(str(path)), unk_token)
+            _add_configured_tokens(tokenizer, config.get("added_tokens_decoder") or {})
+        return cls(tokenizer, unk_token)
 
     def tokenize(self, text: str) -> list[str]:
         tokens = self._tokenizer.encode(text, add_special_tokens=False).tokens
