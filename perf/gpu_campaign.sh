@@ -15,10 +15,11 @@
 # and results.tar.gz (every sweep JSON, perf_analyzer export and per-part log).
 #
 # Environment: VOXCPM_GIT_COMMIT (the tree travels without .git), CAMPAIGN_BUDGET_S, PATCHES (50),
-# LEVELS (1,4,16,64,128,256), REFERENCE_LEVELS (1,4,16), PA_LEVELS ("1 16"), HOST_PYTHON
-# (/opt/torch/.venv/bin/python3: the image's Python with CUDA torch), TRITON_{HTTP,GRPC,METRICS}_PORT
-# (8000-8002, as build/tritonserver.sh). For a dry run on a CPU machine
-# with build/setup.sh's venv: CAMPAIGN_DEVICE=cpu CAMPAIGN_SIZE=tiny and a setup.done file (see setup).
+# MIN_REQUESTS (8 per level), LEVELS (1,4,16,64,128,256), REFERENCE_LEVELS (1,4,16), PA_LEVELS
+# ("1 16"), HOST_PYTHON (/opt/torch/.venv/bin/python3: the image's Python with CUDA torch),
+# TRITON_{HTTP,GRPC,METRICS}_PORT (8000-8002, as build/tritonserver.sh).
+# Dry run on a CPU machine with build/setup.sh's venv: create build/out/campaign/setup.done, then
+# CAMPAIGN_DEVICE=cpu CAMPAIGN_SIZE=tiny (perf/README.md has the whole command).
 set -u
 ROOT=$(cd "$(dirname "$0")/.." && pwd)
 SELF=$ROOT/perf/gpu_campaign.sh
@@ -27,6 +28,7 @@ START=$(date +%s)
 DEADLINE=$((START + ${CAMPAIGN_BUDGET_S:-560}))
 RESERVE=15  # seconds kept for the report and the tarball
 PATCHES=${PATCHES:-50}
+MIN_REQUESTS=${MIN_REQUESTS:-8}
 LEVELS=${LEVELS:-1,4,16,64,128,256}
 REFERENCE_LEVELS=${REFERENCE_LEVELS:-1,4,16}
 PA_LEVELS=${PA_LEVELS:-1 16}
@@ -124,7 +126,7 @@ setup() {
 # ------------------------------------------------------------------------------------------ parts
 part_ours() {
     run_part ours_inprocess 200 "$VENV/bin/python" -m perf.inprocess_bench --checkpoint "$CKPT" --device "$DEVICE" \
-        --out "$RES/ours_inprocess.json" --levels "$LEVELS" --patches "$PATCHES" --budget-s 150
+        --out "$RES/ours_inprocess.json" --levels "$LEVELS" --patches "$PATCHES" --min-requests "$MIN_REQUESTS" --budget-s 150
 }
 
 wait_ready() {  # wait_ready PID SECONDS
@@ -156,7 +158,7 @@ triton_session() {
         echo "tritonserver ready after $((SECONDS - t0)) s; GPU: $(gpu_snapshot)"
         export TRITON_GRPC_URL=127.0.0.1:${TRITON_GRPC_PORT:-8001}
         timeout -k 5 200 "$VENV/bin/python" -m perf.stream_load --url "$TRITON_GRPC_URL" --out "$RES/ours_triton.json" \
-            --levels "$LEVELS" --patches "$PATCHES" --budget-s 140 || echo "stream_load failed: $?"
+            --levels "$LEVELS" --patches "$PATCHES" --min-requests "$MIN_REQUESTS" --budget-s 140 || echo "stream_load failed: $?"
         for c in $PA_LEVELS; do
             timeout -k 5 45 bash "$ROOT/perf/perf_analyzer.sh" "$c" "$RES/perf_analyzer_c$c.json" \
                 >"$LOGS/perf_analyzer_c$c.log" 2>&1 || echo "perf_analyzer c=$c failed: $?"
@@ -167,7 +169,7 @@ triton_session() {
         rm -f "$RES"/perf_analyzer_c*.json
     fi
     kill -TERM -- "-$server" 2>/dev/null
-    sleep 3
+    for _ in $(seq 20); do kill -0 "$server" 2>/dev/null || break; sleep 1; done  # unloading takes a while
     kill -KILL -- "-$server" 2>/dev/null
     tail -n 20 "$LOGS/tritonserver.log"
 }
@@ -179,12 +181,12 @@ part_triton() {
 part_reference() {
     run_part reference 240 "$VENV/bin/python" -m perf.baselines.reference_bench --checkpoint "$CKPT" \
         --device "$DEVICE" $([ "$DEVICE" = cuda ] && echo --compile) \
-        --out "$RES/reference.json" --levels "$REFERENCE_LEVELS" --patches "$PATCHES" --budget-s 200
+        --out "$RES/reference.json" --levels "$REFERENCE_LEVELS" --patches "$PATCHES" --min-requests "$MIN_REQUESTS" --budget-s 200
 }
 
 part_nano() {
     run_part nanovllm 300 "$VENV/bin/python" -m perf.baselines.nanovllm_bench --checkpoint "$CKPT" \
-        --out "$RES/nanovllm.json" --levels "$LEVELS" --patches "$PATCHES" --budget-s 200
+        --out "$RES/nanovllm.json" --levels "$LEVELS" --patches "$PATCHES" --min-requests "$MIN_REQUESTS" --budget-s 200
 }
 
 part_report() {

@@ -22,7 +22,7 @@ import torch
 
 from perf.bench_texts import text_for
 from perf.stream_metrics import StreamRecord
-from perf.sweep import add_sweep_options, run_sweep
+from perf.sweep import add_sweep_options, run_sweep, sweep_settings
 from voxcpm_triton.audio.vocoder import WindowedVocoder
 from voxcpm_triton.checkpoint.loader import load_checkpoint
 from voxcpm_triton.engine.engine import Engine
@@ -102,8 +102,7 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
     def run_level(concurrency: int, rounds: int, first_index: int) -> list[StreamRecord]:
         return system.run_level(concurrency, rounds, first_index, args.patches, args.seed)
 
-    run_sweep(args.system or "ours in-process", run_level, system.sample_rate, args.levels, args.out,
-              rounds=args.rounds, warmup=args.warmup, budget_s=args.budget_s,
+    run_sweep(args.system or "ours in-process", run_level, system.sample_rate, **sweep_settings(args),
               meta={"patches": args.patches, "device": args.device, "dtype": args.dtype, "load_s": load_s,
                     "max_context": system.max_context})
     return 0

@@ -90,7 +90,8 @@ def render_markdown(results: Sequence[dict]) -> str:
         meta = result.get("meta", {})
         parts += [f"## {result['system']}", "",
                   f"date {meta.get('date_utc')}, host {meta.get('host')}, commit {meta.get('git_commit')}, "
-                  f"sample rate {result.get('sample_rate')}, {meta.get('rounds', 1)} request(s) per client"
+                  f"sample rate {result.get('sample_rate')}, per level at least {meta.get('min_requests', 1)} "
+                  f"requests and {meta.get('rounds', 1)} per client"
                   + (f", {meta['notes']}" if meta.get("notes") else ""), "",
                   system_table(result), ""]
     ours = [r for r in results if r["system"].startswith("ours")] or list(results[:1])

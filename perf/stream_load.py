@@ -1,6 +1,7 @@
 """Streaming load harness against the `voxcpm` ensemble of a running tritonserver (gRPC streaming).
 
-Each level runs c clients, each with its own gRPC connection and stream; every client sends its request (TEXT, MAX_SECONDS, SEED, CFG_VALUE, TIMESTEPS) and, with --rounds > 1, its next one
+Each level runs c clients, each with its own gRPC connection and stream; every client sends its
+request (TEXT, MAX_SECONDS, SEED, CFG_VALUE, TIMESTEPS) and, with more than one round, its next one
 as soon as the previous one ended. A request's first audio is the first response whose AUDIO is not
 empty; it ends at the response carrying Triton's final flag (asked for with empty final responses,
 because a decoupled ensemble may send the flag on its own).
@@ -23,7 +24,7 @@ import numpy as np
 
 from perf.bench_texts import text_for
 from perf.stream_metrics import StreamRecord
-from perf.sweep import add_sweep_options, run_sweep
+from perf.sweep import add_sweep_options, run_sweep, sweep_settings
 
 MODEL = "voxcpm"
 FINAL = "triton_final_response"
@@ -145,8 +146,7 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
     runner.run_level(1, 1, 10_000_000)
     if runner.sample_rate is None:
         raise SystemExit(f"no audio from {args.url}: is the {MODEL} model ready?")
-    run_sweep(args.system or "ours via tritonserver", runner.run_level, runner.sample_rate, args.levels, args.out,
-              rounds=args.rounds, warmup=args.warmup, budget_s=args.budget_s,
+    run_sweep(args.system or "ours via tritonserver", runner.run_level, runner.sample_rate, **sweep_settings(args),
               meta={"patches": args.patches, "max_seconds": runner.max_seconds, "url": args.url,
                     "connections": "one gRPC stream per client"})
     return 0

@@ -2,7 +2,8 @@
 
 A benchmark supplies `run_level(concurrency, rounds, first_request_index) -> list[StreamRecord]`
 that runs `concurrency` clients, each sending `rounds` requests back to back, and returns one record
-per request. The sweep writes its JSON after every level, so a run killed by its time box still
+per request. Per level, rounds = max(--rounds, ceil(--min-requests / concurrency)), so the low
+levels also give percentiles over several requests. The sweep writes its JSON after every level, so a run killed by its time box still
 leaves the levels it finished.
 """
 
@@ -10,6 +11,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import math
 import os
 import platform
 import subprocess
@@ -45,12 +47,24 @@ def add_sweep_options(parser: argparse.ArgumentParser) -> None:
                         help="generated length in latent patches, forced per request (default 50)")
     parser.add_argument("--rounds", type=int, default=1,
                         help="requests each client sends back to back per level (default 1)")
+    parser.add_argument("--min-requests", type=int, default=8,
+                        help="at least this many requests per level (more rounds at low concurrency)")
     parser.add_argument("--warmup", type=int, default=2, help="warm-up requests before the sweep")
     parser.add_argument("--budget-s", type=float, default=None,
                         help="stop starting new levels once this many seconds have passed")
     parser.add_argument("--seed", type=int, default=1234)
     parser.add_argument("--out", type=Path, required=True, help="JSON file to write")
     parser.add_argument("--system", default=None, help="system name in the tables (default per bench)")
+
+
+def sweep_settings(args: argparse.Namespace) -> dict:
+    """The run_sweep keyword arguments that come from add_sweep_options."""
+    return {"levels": args.levels, "out": args.out, "rounds": args.rounds, "min_requests": args.min_requests,
+            "warmup": args.warmup, "budget_s": args.budget_s}
+
+
+def rounds_for(concurrency: int, rounds: int, min_requests: int) -> int:
+    return max(rounds, math.ceil(min_requests / concurrency))
 
 
 def git_commit() -> Optional[str]:
@@ -71,6 +85,7 @@ def run_sweep(
     levels: Sequence[int],
     out: Path,
     rounds: int = 1,
+    min_requests: int = 1,
     warmup: int = 2,
     budget_s: Optional[float] = None,
     meta: Optional[dict] = None,
@@ -86,6 +101,7 @@ def run_sweep(
             "host": platform.node(),
             "git_commit": git_commit(),
             "rounds": rounds,
+            "min_requests": min_requests,
             **(meta or {}),
         },
         "levels": [],
@@ -100,7 +116,7 @@ def run_sweep(
         if budget_s is not None and time.monotonic() - started > budget_s:
             result["skipped_levels"].append(concurrency)
             continue
-        records = run_level(concurrency, rounds, next_index)
+        records = run_level(concurrency, rounds_for(concurrency, rounds, min_requests), next_index)
         next_index += len(records)
         summary = summarise_level(records, concurrency, sample_rate, gpu_memory_used_mib())
         result["levels"].append(summary.to_dict())

@@ -24,7 +24,7 @@ import numpy as np
 
 from perf.bench_texts import text_for
 from perf.stream_metrics import StreamRecord
-from perf.sweep import add_sweep_options, run_sweep
+from perf.sweep import add_sweep_options, run_sweep, sweep_settings
 
 STANDIN = Path(__file__).resolve().parent / "flash_attn_standin"
 
@@ -92,8 +92,7 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
     load_s = time.perf_counter() - loaded
     try:
         run_sweep(args.system or "nano-vllm-voxcpm 2.0.5", make_run_level(loop, pool, args.patches, args.seed),
-                  int(info["sample_rate"]), args.levels, args.out, rounds=args.rounds, warmup=args.warmup,
-                  budget_s=args.budget_s,
+                  int(info["sample_rate"]), **sweep_settings(args),
                   meta={"patches": args.patches, "max_model_len": args.max_model_len, "load_s": load_s,
                         "enforce_eager": args.enforce_eager,
                         "notes": "flash-attn replaced by the SDPA stand-in in perf/baselines"})

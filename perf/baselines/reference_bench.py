@@ -23,7 +23,7 @@ import torch
 
 from perf.bench_texts import text_for
 from perf.stream_metrics import StreamRecord
-from perf.sweep import add_sweep_options, run_sweep
+from perf.sweep import add_sweep_options, run_sweep, sweep_settings
 
 DEFAULT_LEVELS = [1, 4, 16]
 
@@ -88,7 +88,7 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
     tts = load_reference(args.checkpoint, args.device, args.compile)
     sample_rate = int(tts.tts_model.sample_rate)
     run_sweep(args.system or "reference voxcpm 2.0.3", make_run_level(tts, args.patches, args.seed), sample_rate,
-              args.levels, args.out, rounds=args.rounds, warmup=args.warmup, budget_s=args.budget_s,
+              **sweep_settings(args),
               meta={"patches": args.patches, "device": args.device, "compile": args.compile,
                     "notes": "batch 1; concurrent requests served one after another"})
     return 0

@@ -67,3 +67,15 @@ def test_parse_levels_validates():
     assert parse_levels("1,4,16") == [1, 4, 16]
     with pytest.raises(Exception, match="integers"):
         parse_levels("1,0")
+
+
+def test_low_levels_get_more_rounds(tmp_path):
+    seen = []
+
+    def run_level(concurrency, rounds, first_index):
+        seen.append((concurrency, rounds))
+        return fake_level(0.01)(concurrency, rounds, first_index)
+
+    result = run_sweep("ours", run_level, RATE, [1, 4, 16], tmp_path / "r.json", min_requests=8, warmup=0)
+    assert seen == [(1, 8), (4, 2), (16, 1)]
+    assert [lv["requests"] for lv in result["levels"]] == [8, 8, 16]
