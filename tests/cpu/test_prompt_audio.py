@@ -34,6 +34,17 @@ def test_resampled_tone_matches_analytic(orig: int, new: int, freq: float) -> No
     assert (out[interior] - expected[interior]).abs().max() < 1e-3
 
 
+@pytest.mark.parametrize("orig, new", [(44100, 16000), (16000, 44100), (48000, 16000)])
+def test_polyphase_and_direct_paths_agree(orig: int, new: int, monkeypatch: pytest.MonkeyPatch) -> None:
+    from voxcpm_triton.audio import resample as module
+
+    audio = torch.randn(orig // 3, generator=torch.Generator().manual_seed(5))
+    polyphase = resample(audio, orig, new)
+    monkeypatch.setattr(module, "_MAX_PHASES", 0)  # forces the per-sample path used for co-prime rates
+    direct = resample(audio, orig, new)
+    assert (polyphase - direct).abs().max() < 1e-5
+
+
 def test_downsampling_removes_content_above_new_nyquist() -> None:
     out = resample(_tone(12000.0, 44100, 1.0), 44100, 16000)  # 12 kHz cannot exist at 16 kHz
     assert out[800:-800].abs().max() < 1e-3  # < -54 dB of the 0.5 input
