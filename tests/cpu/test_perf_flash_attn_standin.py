@@ -46,6 +46,7 @@ def rand(*shape):
 def test_fixed_length_non_causal(fa):
     q, k, v = rand(3, 9, 4, 8), rand(3, 9, 2, 8), rand(3, 9, 2, 8)
     out = fa.flash_attn_func(q, k, v, softmax_scale=0.3, causal=False)
+    assert out.is_contiguous()  # nano .view()s the output
     for b in range(3):
         torch.testing.assert_close(out[b], oracle(q[b], k[b], v[b], 0.3, False))
 
@@ -56,6 +57,7 @@ def test_varlen_prefill_ragged(fa):
     q, k, v = rand(13, 4, 8), rand(13, 2, 8), rand(13, 2, 8)
     out = fa.flash_attn_varlen_func(q, k, v, cu_seqlens_q=cu, cu_seqlens_k=cu, max_seqlen_q=7,
                                     max_seqlen_k=7, softmax_scale=0.25, causal=True)
+    assert out.is_contiguous()
     for s, e in zip([0, 5, 6], [5, 6, 13]):
         torch.testing.assert_close(out[s:e], oracle(q[s:e], k[s:e], v[s:e], 0.25, True))
     assert out.shape == q.shape and sum(lengths) == 13
@@ -100,7 +102,7 @@ def test_decode_over_paged_cache(fa):
     q = rand(3, 1, 4, 8)
     out = fa.flash_attn_with_kvcache(q, k_cache, v_cache, cache_seqlens=torch.tensor(lens, dtype=torch.int32),
                                      block_table=table, softmax_scale=0.3, causal=True)
-    assert out.shape == q.shape
+    assert out.shape == q.shape and out.is_contiguous()
     for b in range(3):
         torch.testing.assert_close(out[b], oracle(q[b], keys[b], values[b], 0.3, True))
 

@@ -48,7 +48,7 @@ def flash_attn_func(q, k, v, dropout_p=0.0, softmax_scale=None, causal=False, **
     qt, kt, vt = (t.transpose(1, 2) for t in (q, k, v))
     out = F.scaled_dot_product_attention(qt, _repeat_kv(kt, groups), _repeat_kv(vt, groups),
                                          scale=softmax_scale, is_causal=bool(causal))
-    return out.transpose(1, 2)
+    return out.transpose(1, 2).contiguous()  # callers .view() it, as flash-attn's output allows
 
 
 def _token_index(cu: list[int], width: int, device) -> tuple[torch.Tensor, torch.Tensor]:
@@ -131,4 +131,5 @@ def flash_attn_with_kvcache(q, k_cache, v_cache, k=None, v=None, rotary_cos=None
         visible = key_pos < limit
     probs = torch.softmax(scores.masked_fill(~visible, float("-inf")), dim=-1).to(values.dtype)
     out = torch.matmul(probs, values.permute(0, 2, 1, 3))  # [B, Hk, Sq*G, D]
-    return out.reshape(batch, kv_heads, sq, groups, dim).permute(0, 2, 1, 3, 4).reshape(batch, sq, heads, dim)
+    out = out.reshape(batch, kv_heads, sq, groups, dim).permute(0, 2, 1, 3, 4)
+    return out.reshape(batch, sq, heads, dim).contiguous()
