@@ -43,6 +43,17 @@ def test_good_checkpoint_loads(checkpoints: dict[str, Path], variant: str) -> No
     assert loaded.tokenizer.encode("<|audio_start|>") == [loaded.config.audio_start_token]
 
 
+def test_without_model_needs_no_model_file(checkpoints: dict[str, Path], tmp_path: Path) -> None:
+    folder = _copy(checkpoints["voxcpm2"], tmp_path)
+    (folder / "model.safetensors").unlink()
+    loaded = load_checkpoint(folder, with_model=False)
+    assert loaded.model is None
+    full = load_checkpoint(checkpoints["voxcpm2"])
+    for a, b in zip(full.audio_vae.state_dict().values(), loaded.audio_vae.state_dict().values()):
+        assert torch.equal(a, b)
+    assert loaded.tokenizer.encode("hello") == full.tokenizer.encode("hello")
+
+
 def test_dtype_applies_to_model_not_vae(checkpoints: dict[str, Path]) -> None:
     loaded = load_checkpoint(checkpoints["voxcpm2"], dtype=torch.bfloat16)
     assert {p.dtype for p in loaded.model.parameters()} == {torch.bfloat16}

@@ -31,7 +31,7 @@ class CheckpointError(ValueError):
 @dataclass
 class LoadedCheckpoint:
     config: ModelConfig
-    model: VoxCPMModel  # eval mode, weights in the requested dtype
+    model: VoxCPMModel | None  # eval mode, weights in the requested dtype; None if with_model=False
     audio_vae: AudioVAE  # eval mode, float32, weight norm folded
     tokenizer: TextTokenizer
     folder: Path
@@ -76,26 +76,31 @@ def check_tensors(file_name: str, expected: dict[str, torch.Size], found: dict[s
         raise CheckpointError(f"{file_name} does not match config.json: " + "; ".join(problems))
 
 
-def load_checkpoint(folder: str | Path, dtype: torch.dtype = torch.float32,
-                    device: torch.device | str = "cpu") -> LoadedCheckpoint:
-    """Config, model (in `dtype`), AudioVAE (fp32, folded) and tokenizer from a checkpoint folder."""
-    folder = Path(folder)
-    if dtype not in _SUPPORTED_DTYPES:
-        raise ValueError(f"dtype={dtype}; allowed: {', '.join(str(d) for d in _SUPPORTED_DTYPES)}")
-    config = load_config(folder)
-
+def _load_model(folder: Path, config: ModelConfig, dtype: torch.dtype, device: torch.device | str) -> VoxCPMModel:
     model_path = _first_existing(folder, _MODEL_FILES, "model weights")
-    vae_path = _first_existing(folder, _VAE_FILES, "AudioVAE weights")
     model_state = _read_tensors(model_path, device)
-    vae_state = _read_tensors(vae_path, "cpu")
-
     with torch.device(device):
         model = build_model(config)
     check_tensors(model_path.name, {k: v.shape for k, v in model.state_dict().items()}, model_state)
     model.to(dtype)
     model.load_state_dict(model_state, strict=True)
-    del model_state
+    return model.eval()
 
+
+def load_checkpoint(folder: str | Path, dtype: torch.dtype = torch.float32, device: torch.device | str = "cpu",
+                    with_model: bool = True) -> LoadedCheckpoint:
+    """Config, model (in `dtype`), AudioVAE (fp32, folded) and tokenizer from a checkpoint folder.
+
+    with_model=False skips model.safetensors (model is None): the text encoder and the vocoder need
+    only the AudioVAE and the tokenizer, and a full-size LM would cost them ~9 GB and its init time."""
+    folder = Path(folder)
+    if dtype not in _SUPPORTED_DTYPES:
+        raise ValueError(f"dtype={dtype}; allowed: {', '.join(str(d) for d in _SUPPORTED_DTYPES)}")
+    config = load_config(folder)
+    model = _load_model(folder, config, dtype, device) if with_model else None
+
+    vae_path = _first_existing(folder, _VAE_FILES, "AudioVAE weights")
+    vae_state = _read_tensors(vae_path, "cpu")
     audio_vae = build_audio_vae(config)
     check_tensors(vae_path.name, {k: v.shape for k, v in audio_vae.state_dict().items()}, vae_state)
     audio_vae.load_state_dict(vae_state, strict=True)
@@ -107,4 +112,4 @@ def load_checkpoint(folder: str | Path, dtype: torch.dtype = torch.float32,
         raise CheckpointError(
             f"tokenizer.json has {tokenizer.vocab_size} tokens but lm_config.vocab_size is {config.lm.vocab_size}"
         )
-    return LoadedCheckpoint(config, model.eval(), audio_vae.eval(), tokenizer, folder)
+    return LoadedCheckpoint(config, model, audio_vae.eval(), tokenizer, folder)
