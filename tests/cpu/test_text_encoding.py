@@ -1,0 +1,85 @@
+"""voxcpm_triton.serving.text_encoding (what text_encoder runs): voice modes, the voice cache,
+MAX_SECONDS and the input errors that only the combination of tensors can reveal."""
+
+import numpy as np
+import pytest
+
+from voxcpm_triton.checkpoint.loader import load_checkpoint
+from voxcpm_triton.checkpoint.make import make_checkpoint
+from voxcpm_triton.frontend import Frontend
+from voxcpm_triton.serving.inputs import InputError
+from voxcpm_triton.serving.text_encoding import TextEncoding
+from voxcpm_triton.voice_cache import VoiceCache
+
+RATE = 16000
+AUDIO = (0.2 * np.sin(np.arange(RATE // 2) * 0.07)).astype(np.float32)
+
+
+def _encoding(tmp_path_factory, variant):
+    loaded = load_checkpoint(make_checkpoint(tmp_path_factory.mktemp(variant) / "tiny", variant, size="tiny"))
+    vae = loaded.audio_vae
+    return TextEncoding(Frontend(loaded), VoiceCache(8), loaded.config.patch_size * vae.decode_hop_length / vae.sample_rate)
+
+
+@pytest.fixture(scope="module")
+def v2(tmp_path_factory):
+    return _encoding(tmp_path_factory, "voxcpm2")
+
+
+def _get(**values):
+    arrays = {}
+    for name, value in values.items():
+        if isinstance(value, str):
+            arrays[name] = np.array([[value.encode()]], dtype=object)
+        elif isinstance(value, np.ndarray):
+            arrays[name] = value[None]
+        else:
+            arrays[name] = np.array([[value]])
+    return arrays.get
+
+
+def test_max_seconds_caps_the_patches(v2):
+    free = v2.prepare(_get(TEXT="A sentence of some length to speak.", SEED=1))
+    capped = v2.prepare(_get(TEXT="A sentence of some length to speak.", SEED=1, MAX_SECONDS=0.5))
+    assert capped["MAX_LEN"][0, 0] == 4  # 0.5 s / 0.16 s per patch, rounded up
+    assert free["MAX_LEN"][0, 0] > 4
+    assert capped["NOISE_SEED"][0, 0] == 1 and capped["CFG"][0, 0] == 2.0 and capped["STEPS"][0, 0] == 10
+
+
+def test_voice_id_reuses_the_registered_prompt_and_reference(v2):
+    for voice_id, text in (("prompted", "Its transcript."), ("reference", None)):
+        extra = {} if text is None else {"PROMPT_TEXT": text}
+        fresh = v2.prepare(_get(TEXT="Hello.", SEED=3, VOICE_ID=voice_id, PROMPT_AUDIO=AUDIO, PROMPT_SAMPLE_RATE=RATE, **extra))
+        reused = v2.prepare(_get(TEXT="Hello.", SEED=3, VOICE_ID=voice_id))
+        for name in fresh:
+            np.testing.assert_array_equal(reused[name], fresh[name], err_msg=f"{voice_id}: {name}")
+    prompted = v2.prepare(_get(TEXT="Hello.", VOICE_ID="prompted"))
+    referenced = v2.prepare(_get(TEXT="Hello.", VOICE_ID="reference"))
+    assert prompted["CONTEXT_PATCHES"].shape[1] > 0, "a continuation prompt is the vocoder's left context"
+    assert referenced["CONTEXT_PATCHES"].shape[1] == 0
+
+
+@pytest.mark.parametrize(
+    "values, message",
+    [
+        ({"TEXT": "   "}, "TEXT is empty"),
+        ({"TEXT": "Hi.", "PROMPT_TEXT": "words"}, "PROMPT_TEXT needs PROMPT_AUDIO"),
+        ({"TEXT": "Hi.", "PROMPT_SAMPLE_RATE": RATE}, "PROMPT_SAMPLE_RATE was sent without PROMPT_AUDIO"),
+        ({"TEXT": "Hi.", "PROMPT_AUDIO": AUDIO}, "PROMPT_SAMPLE_RATE is required with PROMPT_AUDIO"),
+        ({"TEXT": "Hi.", "PROMPT_AUDIO": AUDIO, "PROMPT_SAMPLE_RATE": RATE, "PROMPT_TEXT": " "}, "PROMPT_TEXT is empty"),
+        ({"TEXT": "Hi.", "PROMPT_AUDIO": AUDIO[:100], "PROMPT_SAMPLE_RATE": RATE}, "PROMPT_AUDIO lasts 0.006 s"),
+        ({"TEXT": "Hi.", "VOICE_ID": "x" * 200}, "allowed 1..128"),
+    ],
+)
+def test_input_errors(v2, values, message):
+    # ValueError: what the text_encoder model turns into an error response (InputError is one).
+    with pytest.raises(ValueError, match=message):
+        v2.prepare(_get(**values))
+
+
+def test_reference_voice_needs_voxcpm2(tmp_path_factory):
+    v15 = _encoding(tmp_path_factory, "voxcpm1.5")
+    with pytest.raises(InputError, match="PROMPT_AUDIO without PROMPT_TEXT .* needs a VoxCPM2 checkpoint"):
+        v15.prepare(_get(TEXT="Hi.", PROMPT_AUDIO=AUDIO, PROMPT_SAMPLE_RATE=RATE))
+    prompted = v15.prepare(_get(TEXT="Hi.", PROMPT_AUDIO=AUDIO, PROMPT_SAMPLE_RATE=RATE, PROMPT_TEXT="Its text."))
+    assert prompted["TOKENS"].shape[1] > 0

@@ -1,0 +1,39 @@
+"""The client CLI streams text into a WAV file and reports first-chunk latency and RTF; it
+registers a voice from a WAV file and reuses it by name."""
+
+import subprocess
+import sys
+
+import pytest
+import soundfile
+
+from tritonserver_process import REPO
+
+pytestmark = pytest.mark.server
+
+
+def _cli(*args: str) -> subprocess.CompletedProcess:
+    return subprocess.run([sys.executable, "-m", "client", *args], cwd=REPO, capture_output=True, text=True, timeout=120)
+
+
+def test_cli_writes_wav_and_reports_latency(triton_server, tmp_path):
+    out = tmp_path / "out.wav"
+    run = _cli("Hello from the command line.", "-o", str(out), "--url", triton_server.grpc_url,
+               "--max-seconds", "0.5", "--seed", "0")
+    assert run.returncode == 0, run.stderr
+    audio, rate = soundfile.read(out)
+    assert rate == 48000 and 0 < audio.size <= 4 * 7680
+    assert "first chunk" in run.stdout and "RTF" in run.stdout
+
+    run = _cli("unused", "--url", triton_server.grpc_url, "--register-only", "--voice-id", "cli-voice",
+               "--prompt-wav", str(out), "--prompt-text", "Hello.")
+    assert run.returncode == 0 and "registered voice 'cli-voice'" in run.stdout, run.stderr
+    run = _cli("With that voice.", "-o", str(tmp_path / "voice.wav"), "--url", triton_server.grpc_url,
+               "--voice-id", "cli-voice", "--max-seconds", "0.3")
+    assert run.returncode == 0, run.stderr
+
+
+def test_cli_reports_server_errors(triton_server, tmp_path):
+    run = _cli("Hi.", "-o", str(tmp_path / "x.wav"), "--url", triton_server.grpc_url, "--voice-id", "nobody")
+    assert run.returncode == 1
+    assert "VOICE_ID 'nobody' is not registered" in run.stderr
