@@ -147,7 +147,7 @@ def start_server(
     model_repository: Path,
     workdir: Path,
     env_overrides: dict[str, str],
-    config_name: str = "cpu",
+    config_name: str | None = "cpu",
     ready_timeout_s: float = 180.0,
 ) -> TritonServer:
     clean_stale_shm()
@@ -159,7 +159,6 @@ def start_server(
     ports = [free_port() for _ in range(3)]
     command += [
         "--model-repository", str(model_repository),
-        "--model-config-name", config_name,
         "--http-address", "127.0.0.1", "--http-port", str(ports[0]),
         "--grpc-address", "127.0.0.1", "--grpc-port", str(ports[1]),
         "--metrics-address", "127.0.0.1", "--metrics-port", str(ports[2]),
@@ -167,6 +166,8 @@ def start_server(
         # Short: Triton 2.51 counts an ensemble request cancelled mid-stream as in flight forever.
         "--exit-timeout-secs", "5",
     ]
+    if config_name is not None:  # None: each model's config.pbtxt (the GPU configs)
+        command += ["--model-config-name", config_name]
     log_path = workdir / "tritonserver.log"
     log_file = open(log_path, "w")
     process = subprocess.Popen(command, env=env, stdout=log_file, stderr=subprocess.STDOUT, cwd=workdir)

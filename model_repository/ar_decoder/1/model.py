@@ -55,10 +55,10 @@ class TritonPythonModel:
         folder = model_settings.checkpoint_folder(parameters, args["model_repository"])
         device = model_settings.instance_device(args)
         dtype = model_settings.torch_dtype(parameters)
-        loaded = load_checkpoint(folder, dtype=dtype, device="cpu")
+        loaded = load_checkpoint(folder, dtype=dtype, device=device)
         window_patches = WindowedVocoder(loaded.audio_vae, loaded.config.patch_size).window_patches
         engine = Engine(
-            loaded.model.to(device),
+            loaded.model,
             max_slots=model_settings.int_parameter(parameters, "max_slots", 64, 1, 4096),
             # A cap: a checkpoint's own max_length (tiny ones: 512) may be smaller.
             max_context=min(

@@ -2,7 +2,6 @@
 
 import json
 
-import torch
 import triton_python_backend_utils as pb_utils
 
 from voxcpm_triton.checkpoint.loader import load_checkpoint
@@ -18,9 +17,8 @@ class TritonPythonModel:
         model_settings.apply_torch_threads(parameters)
         folder = model_settings.checkpoint_folder(parameters, args["model_repository"])
         device = model_settings.instance_device(args)
-        # Only the tokenizer and the AudioVAE (always float32) are used here; the LM is dropped after
-        # initialize, and loading it in bfloat16 halves its transient host memory.
-        loaded = load_checkpoint(folder, dtype=torch.bfloat16, device="cpu")
+        # Only the tokenizer and the AudioVAE (always float32) run here.
+        loaded = load_checkpoint(folder, device="cpu", with_model=False)
         # Only the AudioVAE encoder runs here; the LM weights stay on the host.
         loaded.audio_vae.to(device)
         vae = loaded.audio_vae

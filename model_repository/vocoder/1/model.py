@@ -3,7 +3,6 @@
 import json
 
 import numpy as np
-import torch
 import triton_python_backend_utils as pb_utils
 
 from voxcpm_triton.audio.vocoder import WindowedVocoder
@@ -18,9 +17,8 @@ class TritonPythonModel:
         model_settings.apply_torch_threads(parameters)
         folder = model_settings.checkpoint_folder(parameters, args["model_repository"])
         device = model_settings.instance_device(args)
-        # Only the tokenizer and the AudioVAE (always float32) are used here; the LM is dropped after
-        # initialize, and loading it in bfloat16 halves its transient host memory.
-        loaded = load_checkpoint(folder, dtype=torch.bfloat16, device="cpu")
+        # Only the tokenizer and the AudioVAE (always float32) run here.
+        loaded = load_checkpoint(folder, device="cpu", with_model=False)
         self.vocoder = WindowedVocoder(loaded.audio_vae.to(device), loaded.config.patch_size)
         warm_up_vocoder(self.vocoder)
         self.sample_rate = np.array([[self.vocoder.sample_rate]], dtype=np.int32)
