@@ -96,16 +96,22 @@ def test_windows_reach_their_sinks_unchanged(model):
 
 def test_cancelled_stream_frees_its_slot(model):
     engine = _engine(model)
-    loop = EngineLoop(engine, cancel_poll_s=0.0)
+    # One cancellation check per step among four streams: each sink is asked every fourth step.
+    loop = EngineLoop(engine, cancel_checks_per_step=1)
     loop.start()
+    others = [ListSink(cancel_after=12) for _ in range(3)]
     sink = ListSink(cancel_after=2)
+    for index, other in enumerate(others):
+        loop.submit(_request(model, f"other{index}", [7, 8], 400, seed=index), other)
     loop.submit(_request(model, "long", [7, 8], 400, seed=3), sink)
     assert sink.ended.wait(60)
+    assert sink.endings == ["finish"]
+    assert 2 <= len(sink.windows) <= 2 + 4
+    for other in others:
+        assert other.ended.wait(60) and other.endings == ["finish"]
     deadline = time.monotonic() + 10
     while engine.has_work and time.monotonic() < deadline:
         time.sleep(0.01)
-    assert sink.endings == ["finish"]
-    assert 2 <= len(sink.windows) < 400
     assert engine.live_slots == 0 and not engine.has_work
     assert loop.live_streams == 0
     loop.stop()

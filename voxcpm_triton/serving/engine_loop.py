@@ -8,7 +8,6 @@ from __future__ import annotations
 
 import logging
 import threading
-import time
 from typing import Callable, Protocol
 
 import numpy as np
@@ -28,23 +27,28 @@ class StreamSink(Protocol):
 class EngineLoop:
     """Steps `engine` in a background thread; `submit` and `stop` are thread-safe.
 
-    `cancel_poll_s` bounds how often each sink is asked whether its client went away: asking is a
-    round trip to the Triton server process, too dear to do for every stream on every step."""
+    Asking a sink whether its client went away is a round trip to the Triton server process, too
+    dear to do for every stream on every step: each step asks at most `cancel_checks_per_step`
+    sinks, taking them in turn, so with S streams each is asked every S / cancel_checks_per_step
+    steps. `on_live_slots` is called when the engine's slot count changes."""
 
     def __init__(
         self,
         engine,
         on_live_slots: Callable[[int], None] = lambda count: None,
-        cancel_poll_s: float = 0.02,
+        cancel_checks_per_step: int = 8,
     ) -> None:
+        if cancel_checks_per_step < 1:
+            raise ValueError(f"cancel_checks_per_step={cancel_checks_per_step}; must be >= 1")
         self._engine = engine
         self._on_live_slots = on_live_slots
-        self._cancel_poll_s = cancel_poll_s
+        self._cancel_checks = cancel_checks_per_step
         self._sinks: dict[str, StreamSink] = {}
         self._lock = threading.Lock()
         self._wake = threading.Condition(self._lock)
         self._stopping = False
-        self._last_poll = 0.0
+        self._next_check = 0  # round-robin position among the live sinks
+        self._reported_slots = 0
         self._thread = threading.Thread(target=self._run, name="voxcpm-engine", daemon=True)
 
     def start(self) -> None:
@@ -104,7 +108,13 @@ class EngineLoop:
                 continue
             for output in outputs:
                 self._deliver(output)
-            self._on_live_slots(self._engine.live_slots)
+            self._report_slots()
+
+    def _report_slots(self) -> None:
+        count = self._engine.live_slots
+        if count != self._reported_slots:
+            self._reported_slots = count
+            self._on_live_slots(count)
 
     def _deliver(self, output) -> None:
         with self._lock:
@@ -122,12 +132,12 @@ class EngineLoop:
             sink.finish()
 
     def _drop_cancelled(self) -> None:
-        now = time.monotonic()
-        if now - self._last_poll < self._cancel_poll_s:
-            return
-        self._last_poll = now
         with self._lock:
             sinks = list(self._sinks.items())
+        if len(sinks) > self._cancel_checks:
+            start = self._next_check % len(sinks)
+            self._next_check = start + self._cancel_checks
+            sinks = (sinks[start:] + sinks[:start])[: self._cancel_checks]
         for request_id, sink in sinks:
             if not sink.is_cancelled():
                 continue
@@ -143,4 +153,4 @@ class EngineLoop:
         for request_id, sink in sinks:
             self._engine.cancel(request_id)
             sink.fail(message)
-        self._on_live_slots(self._engine.live_slots)
+        self._report_slots()

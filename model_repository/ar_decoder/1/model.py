@@ -75,17 +75,16 @@ class TritonPythonModel:
         )
         self.slot_gauge = family.Metric(labels={"model": args["model_name"], "instance": args["model_instance_name"]})
         self.slot_family = family
-        self.last_slots = 0
+        self.slot_gauge.set(0)
         self.ids = itertools.count()
         self.loop = EngineLoop(engine, on_live_slots=self._report_slots)
         self.loop.start()
         pb_utils.Logger.log_info(f"ar_decoder: checkpoint {folder} on {device} ({dtype}), window {window_patches}")
 
     def _report_slots(self, count):
+        # Called by the engine loop only when the count changes.
         self.slot_gauge.set(count)
-        if count != self.last_slots:
-            self.last_slots = count
-            pb_utils.Logger.log_verbose(f"ar_decoder: live slots {count}")
+        pb_utils.Logger.log_verbose(f"ar_decoder: live slots {count}")
 
     def execute(self, requests):
         for request in requests:
