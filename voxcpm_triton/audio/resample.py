@@ -10,6 +10,10 @@ The reference reads prompt audio with librosa.load(sr=...), which resamples with
 filter is a different design (32 zero crossings, Kaiser beta 8.6, roll-off 0.95: about -80 dB stop
 band), so prompts at a rate other than the encoder's give latents that differ slightly from the
 reference's; prompts already at the encoder rate are passed through untouched and match exactly.
+Measured against soxr 1.1 HQ (-> 16 kHz from 8/22.05/24/44.1/48 kHz, 2 s): tones below 3.2 kHz agree
+within 3.3e-6 (max abs); with white noise added (0.02 rms) the outputs differ by 6e-4..1e-3 rms
+(about -45 dB of the signal), all of it from content in the two filters' different transition
+bands just below the new Nyquist rate.
 """
 
 from __future__ import annotations
