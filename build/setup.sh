@@ -4,14 +4,15 @@
 #                                       tritonclient + perf_analyzer, this package (editable)
 #   build/out/tritonserver/backends     Triton backends dir: python backend + the stub for the venv's Python
 #   build/out/lib/lib{b64,cudart}*     sonames perf_analyzer looks for (bundled by nvidia-pytriton)
-#   build/out/lib/libvoxcpm_kernels.so  CUDA kernels library (only where nvcc exists; build/build_kernels.sh)
+#   build/out/lib/libvoxcpm_kernels.so  CUDA kernels library (where nvcc and a GPU exist; build/build_kernels.sh)
 #   build/out/checkpoints/voxcpm2-tiny  deterministic random-weight demo checkpoint
 # Idempotent: each step records a hash of its inputs and is skipped when they have not changed.
 #
 # Environment:
 #   PYTHON=/path/to/python3.X   interpreter for the venv (3.10-3.12; default: python3 on PATH)
 #   PIP_FIND_LINKS / PIP_NO_INDEX etc.  honoured by pip as usual (offline GPU machines: a wheel folder)
-#   VOXCPM_SKIP_KERNELS=1       do not build the kernels library even where nvcc exists
+#   VOXCPM_SKIP_KERNELS=1       do not build the kernels library even where nvcc and a GPU exist
+#   VOXCPM_BUILD_KERNELS=1      build it where nvcc exists but no GPU is visible (compile check)
 set -euo pipefail
 
 ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
@@ -132,10 +133,13 @@ elif ! command -v nvcc >/dev/null; then
     log "kernels: skipped (no nvcc on PATH; the ops use their PyTorch reference path)"
 elif [ ! -f "$ROOT/build/build_kernels.sh" ]; then
     log "kernels: skipped (build/build_kernels.sh not present)"
+elif [ "${VOXCPM_BUILD_KERNELS:-0}" != 1 ] && ! nvidia-smi -L 2>/dev/null | grep -q '^GPU '; then
+    # CPU tensors always take the PyTorch path, so without a GPU the library would go unused (and
+    # tests/cpu/test_kernels_build.py compiles it anyway); skipping saves CI over a minute.
+    log "kernels: skipped (no GPU visible; VOXCPM_BUILD_KERNELS=1 builds anyway)"
 else
     KERNELS_KEY="$(hash_of "$ROOT/build/build_kernels.sh" $(find "$ROOT/kernels" -type f 2>/dev/null | sort) "$(command -v nvcc)")"
-    # Without a GPU the library is only a compile check (the ops run their PyTorch path on CPU), so
-    # one architecture is enough there and keeps CI short; VOXCPM_CUDA_ARCHS still wins when set.
+    # A forced build without a GPU is only a compile check: one architecture is enough there.
     ARCHS="${VOXCPM_CUDA_ARCHS:-}"
     if [ -z "$ARCHS" ] && ! nvidia-smi -L 2>/dev/null | grep -q '^GPU '; then ARCHS=90; fi
     KERNELS_KEY="$(hash_of "$KERNELS_KEY" "$ARCHS")"

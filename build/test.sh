@@ -14,7 +14,7 @@ bash "$ROOT/build/setup.sh"
 
 cd "$ROOT"
 status=0
-"$ROOT/build/out/venv/bin/python" -m pytest -rs "$@" || status=$?
+"$ROOT/build/out/venv/bin/python" -m pytest -rs --durations=10 "$@" || status=$?
 if [ "$status" -eq 5 ]; then
     echo "test.sh: pytest collected no tests; treating that as a failure" >&2
     exit 1
