@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import queue
 import time
+import uuid
 from dataclasses import dataclass, field
 from typing import Iterator
 
@@ -13,6 +14,7 @@ import tritonclient.grpc as grpcclient
 from tritonclient.utils import InferenceServerException
 
 MODEL = "voxcpm"
+DECODER = "ar_decoder"
 
 
 class VoxCPMError(RuntimeError):
@@ -90,24 +92,27 @@ class VoxCPMClient:
     """`url` is the server's gRPC address (host:port). One client may run one stream at a time;
     use one client per concurrent stream."""
 
-    def __init__(self, url: str = "127.0.0.1:8001", model: str = MODEL, timeout_s: float = 120.0) -> None:
+    def __init__(self, url: str = "127.0.0.1:8001", model: str = MODEL, timeout_s: float = 120.0,
+                 decoder: str = DECODER) -> None:
         self.url = url
         self.model = model
+        self.decoder = decoder
         self.timeout_s = timeout_s
 
     def stream_inputs(self, inputs: list[grpcclient.InferInput], stats: StreamStats | None = None) -> Iterator[np.ndarray]:
         """Yield PCM chunks for prepared input tensors until the server's final response.
 
         Closing the generator early (break, an exception, Ctrl-C) cancels the request on the
-        server."""
+        server: see _end_early."""
         stats = stats if stats is not None else StreamStats()
         replies: queue.Queue = queue.Queue()
         client = grpcclient.InferenceServerClient(self.url)
+        request_id = uuid.uuid4().hex
         finished = False
         try:
             client.start_stream(callback=lambda result, error: replies.put((result, error)))
             stats.started = time.perf_counter()
-            client.async_stream_infer(self.model, inputs, enable_empty_final_response=True)
+            client.async_stream_infer(self.model, inputs, request_id=request_id, enable_empty_final_response=True)
             while True:
                 try:
                     result, error = replies.get(timeout=self.timeout_s)
@@ -134,9 +139,39 @@ class VoxCPMClient:
                     stats.wall_s = time.perf_counter() - stats.started
                     return
         finally:
-            # An unfinished stream is cancelled so the server frees its slot.
+            if not finished:
+                finished = self._end_early(client, replies, request_id)
+            # gRPC cancellation is the fallback when the decoder could not be asked.
             client.stop_stream(cancel_requests=not finished)
             client.close()
+
+    def _end_early(self, client: grpcclient.InferenceServerClient, replies: queue.Queue, request_id: str) -> bool:
+        """Ask the decoder to end stream `request_id` and wait for its final response.
+
+        Triton 2.51 passes an ensemble's gRPC cancellation only to steps not yet started, so the
+        decoder would run the stream to its end; a CANCEL_ID request naming the stream ends it at
+        once and lets the ensemble finish normally. True when the final response arrived."""
+        cancel = grpcclient.InferInput("CANCEL_ID", [1, 1], "BYTES")
+        cancel.set_data_from_numpy(np.array([[request_id.encode()]], dtype=object))
+        try:
+            client.async_stream_infer(self.decoder, [cancel], request_id=f"{request_id}-cancel",
+                                      enable_empty_final_response=True)
+        except InferenceServerException:
+            return False
+        deadline = time.monotonic() + 10.0
+        while time.monotonic() < deadline:
+            try:
+                result, error = replies.get(timeout=max(0.0, deadline - time.monotonic()))
+            except queue.Empty:
+                return False
+            if error is not None:
+                if f"[request id: {request_id}]" in str(error):
+                    return True  # the stream itself ended with an error: nothing left to free
+                continue  # the cancel request's own answer (e.g. the stream had just ended)
+            response = result.get_response()
+            if response.id == request_id and response.parameters["triton_final_response"].bool_param:
+                return True
+        return False
 
     def stream(self, text: str, stats: StreamStats | None = None, **options) -> Iterator[np.ndarray]:
         """Yield PCM chunks for `text`; options are build_inputs' keyword arguments."""

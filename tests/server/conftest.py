@@ -17,10 +17,17 @@ from tritonserver_process import TritonServer, start_server  # noqa: E402
 
 @pytest.fixture(scope="session")
 def tiny_checkpoint(tmp_path_factory) -> Path:
+    """The tiny VoxCPM2 checkpoint with its stop head zeroed (both stop logits 0: never stop), so
+    every stream runs exactly to its length limit (MAX_SECONDS or the runaway guard): streams are as
+    long as a test asks, and a cancelled one would clearly outlive the test if it were not ended."""
+    from safetensors.torch import load_file, save_file
+
     from voxcpm_triton.checkpoint.make import make_checkpoint
 
-    folder = tmp_path_factory.mktemp("checkpoint") / "voxcpm2-tiny"
-    make_checkpoint(folder, "voxcpm2", size="tiny")
+    folder = make_checkpoint(tmp_path_factory.mktemp("checkpoint") / "voxcpm2-tiny", "voxcpm2", size="tiny")
+    weights = load_file(folder / "model.safetensors")
+    weights["stop_head.weight"].zero_()
+    save_file(weights, folder / "model.safetensors")
     return folder
 
 

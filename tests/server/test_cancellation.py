@@ -1,11 +1,11 @@
 """Client cancellation mid-stream frees the decoder's slot.
 
-A request sent to ar_decoder itself sees the cancellation at once (response_sender.is_cancelled()).
+A request sent to ar_decoder itself sees a gRPC cancellation at once (response_sender.is_cancelled()).
 Through the voxcpm ensemble, Triton 2.51 only cancels the ensemble's *next* step requests, not the
-decoder request already streaming, so there the slot is freed when the stream reaches its own end
-(MAX_SECONDS / length limit); the test checks that the slot is freed and the server keeps serving.
-(Triton 2.51 itself then keeps counting the cancelled ensemble request as in flight, so a server
-stop waits out --exit-timeout-secs; seen with a three-step scratch ensemble as well.)"""
+decoder request already streaming, so the client library ends a stream it stops reading with a
+CANCEL_ID request to ar_decoder naming the stream's request id; the ensemble then finishes normally.
+(With a plain gRPC cancel the decoder would run the stream to its end, and Triton 2.51 keeps
+counting such an ensemble request as in flight: a server stop then waits out --exit-timeout-secs.)"""
 
 import queue
 import time
@@ -63,12 +63,27 @@ def test_cancel_frees_the_decoder_slot_at_once(triton_server):
     assert audio.size > 0
 
 
-def test_cancel_through_the_ensemble_frees_the_slot_and_keeps_serving(triton_server):
+def test_cancel_through_the_ensemble_frees_the_slot_at_once(triton_server):
     client = VoxCPMClient(triton_server.grpc_url)
-    stream = client.stream("A longer sentence that we stop listening to early.", max_seconds=3.0, seed=4)
+    # The session's checkpoint never stops by itself: this stream would last 60 s of audio.
+    stream = client.stream("A longer sentence that we stop listening to early.", max_seconds=60.0, seed=4)
     first = next(stream)
-    assert first.size > 0
-    stream.close()  # stops the gRPC stream with cancel_requests=True
-    assert triton_server.wait_idle(timeout_s=60) == 0
+    assert first.size > 0 and triton_server.live_slots() == 1
+    closed = time.monotonic()
+    stream.close()  # the client library sends CANCEL_ID for this stream and waits for its end
+    assert time.monotonic() - closed < 5.0
+    assert triton_server.wait_idle(timeout_s=2) == 0
     audio, _, _ = client.synthesize("Still here.", max_seconds=0.3, seed=5)
     assert audio.size > 0
+
+
+def test_cancel_id_of_an_unknown_stream_is_an_error(triton_server):
+    replies: queue.Queue = queue.Queue()
+    client = grpcclient.InferenceServerClient(triton_server.grpc_url)
+    client.start_stream(callback=lambda result, error: replies.put((result, error)))
+    tensor = grpcclient.InferInput("CANCEL_ID", [1, 1], "BYTES")
+    tensor.set_data_from_numpy(np.array([[b"no-such-stream"]], dtype=object))
+    client.async_stream_infer("ar_decoder", [tensor])
+    _, error = replies.get(timeout=30)
+    client.stop_stream()
+    assert "CANCEL_ID 'no-such-stream': no live stream has this request id" in str(error)

@@ -11,6 +11,9 @@ pytestmark = pytest.mark.server
 
 TEXT = "Streaming through Triton."
 ATOL = 1e-5  # same fp32 CPU code on both sides; only batching order could differ
+# The session's checkpoint never predicts a stop: MAX_SECONDS=1.0 is ceil(1.0 / 0.16) = 7 patches,
+# which the in-process side asks for as max_len.
+SECONDS, PATCHES = 1.0, 7
 
 
 @pytest.fixture(scope="module")
@@ -39,16 +42,18 @@ def _assert_same_chunks(server_chunks, local_chunks):
 
 
 def test_zero_shot_stream_equals_in_process(triton_server, in_process):
-    server = list(VoxCPMClient(triton_server.grpc_url).stream(TEXT, seed=11))
-    local = list(in_process.generate(TEXT, seed=11))
+    server = list(VoxCPMClient(triton_server.grpc_url).stream(TEXT, seed=11, max_seconds=SECONDS))
+    local = list(in_process.generate(TEXT, seed=11, max_len=PATCHES))
+    assert len(local) == PATCHES
     _assert_same_chunks(server, local)
 
 
 def test_sampling_parameters_reach_the_engine(triton_server, in_process):
-    server = list(VoxCPMClient(triton_server.grpc_url).stream(TEXT, seed=12, cfg_value=1.5, timesteps=4))
-    local = list(in_process.generate(TEXT, seed=12, cfg_value=1.5, inference_timesteps=4))
+    client = VoxCPMClient(triton_server.grpc_url)
+    server = list(client.stream(TEXT, seed=12, cfg_value=1.5, timesteps=4, max_seconds=SECONDS))
+    local = list(in_process.generate(TEXT, seed=12, cfg_value=1.5, inference_timesteps=4, max_len=PATCHES))
     _assert_same_chunks(server, local)
-    other_seed = list(VoxCPMClient(triton_server.grpc_url).stream(TEXT, seed=13, cfg_value=1.5, timesteps=4))
+    other_seed = list(client.stream(TEXT, seed=13, cfg_value=1.5, timesteps=4, max_seconds=SECONDS))
     assert not np.allclose(np.concatenate(other_seed[:1]), np.concatenate(server[:1]))
 
 
@@ -56,10 +61,11 @@ def test_prompt_voice_equals_in_process_and_is_reused_by_voice_id(triton_server,
     audio, rate = voice
     client = VoxCPMClient(triton_server.grpc_url)
     server = list(client.stream(TEXT, seed=21, prompt_audio=audio, prompt_sample_rate=rate,
-                                prompt_text="A prompt.", voice_id="prompted"))
-    local = list(in_process.generate(TEXT, seed=21, prompt_wav=audio, prompt_sample_rate=rate, prompt_text="A prompt."))
+                                prompt_text="A prompt.", voice_id="prompted", max_seconds=SECONDS))
+    local = list(in_process.generate(TEXT, seed=21, prompt_wav=audio, prompt_sample_rate=rate, prompt_text="A prompt.",
+                                     max_len=PATCHES))
     _assert_same_chunks(server, local)
-    again = list(client.stream(TEXT, seed=21, voice_id="prompted"))
+    again = list(client.stream(TEXT, seed=21, voice_id="prompted", max_seconds=SECONDS))
     _assert_same_chunks(again, local)
 
 
@@ -67,7 +73,7 @@ def test_reference_voice_equals_in_process(triton_server, in_process, voice):
     audio, rate = voice
     client = VoxCPMClient(triton_server.grpc_url)
     client.register_voice("imitated", audio, rate)
-    server = list(client.stream(TEXT, seed=31, voice_id="imitated"))
-    local = list(in_process.generate(TEXT, seed=31, reference_wav=audio, reference_sample_rate=rate))
+    server = list(client.stream(TEXT, seed=31, voice_id="imitated", max_seconds=SECONDS))
+    local = list(in_process.generate(TEXT, seed=31, reference_wav=audio, reference_sample_rate=rate, max_len=PATCHES))
     _assert_same_chunks(server, local)
     assert triton_server.wait_idle() == 0

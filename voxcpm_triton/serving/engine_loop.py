@@ -48,6 +48,7 @@ class EngineLoop:
         self._wake = threading.Condition(self._lock)
         self._stopping = False
         self._next_check = 0  # round-robin position among the live sinks
+        self._to_cancel: set[str] = set()  # asked for by cancel(); done on the loop thread
         self._reported_slots = 0
         self._thread = threading.Thread(target=self._run, name="voxcpm-engine", daemon=True)
 
@@ -75,6 +76,17 @@ class EngineLoop:
                 del self._sinks[request.request_id]
                 sink.fail(str(exc))
                 return
+            self._wake.notify()
+
+    def stream_ids(self) -> list[str]:
+        with self._lock:
+            return list(self._sinks)
+
+    def cancel(self, request_ids) -> None:
+        """End these streams before the next step (finish() on their sinks, slots freed). The loop
+        thread does it, so a sink is never used by two threads."""
+        with self._lock:
+            self._to_cancel.update(request_ids)
             self._wake.notify()
 
     def stop(self, timeout_s: float = 30.0) -> None:
@@ -133,13 +145,15 @@ class EngineLoop:
 
     def _drop_cancelled(self) -> None:
         with self._lock:
+            asked, self._to_cancel = self._to_cancel, set()
             sinks = list(self._sinks.items())
-        if len(sinks) > self._cancel_checks:
-            start = self._next_check % len(sinks)
+        polled = [item for item in sinks if item[0] not in asked]
+        if len(polled) > self._cancel_checks:
+            start = self._next_check % len(polled)
             self._next_check = start + self._cancel_checks
-            sinks = (sinks[start:] + sinks[:start])[: self._cancel_checks]
-        for request_id, sink in sinks:
-            if not sink.is_cancelled():
+            polled = (polled[start:] + polled[:start])[: self._cancel_checks]
+        for request_id, sink in [item for item in sinks if item[0] in asked] + polled:
+            if request_id not in asked and not sink.is_cancelled():
                 continue
             self._engine.cancel(request_id)
             with self._lock:

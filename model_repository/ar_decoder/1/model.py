@@ -9,7 +9,7 @@ import triton_python_backend_utils as pb_utils
 from voxcpm_triton.audio.vocoder import WindowedVocoder
 from voxcpm_triton.checkpoint.loader import load_checkpoint
 from voxcpm_triton.engine.engine import Engine
-from voxcpm_triton.serving import model_settings
+from voxcpm_triton.serving import inputs, model_settings
 from voxcpm_triton.serving.engine_loop import EngineLoop
 from voxcpm_triton.serving.request_tensors import WIRE_DTYPES, from_wire
 from voxcpm_triton.serving.warm_up import warm_up_engine
@@ -89,11 +89,16 @@ class TritonPythonModel:
     def execute(self, requests):
         for request in requests:
             sink = _ResponseSink(request.get_response_sender())
+            cancel_id = pb_utils.get_input_tensor_by_name(request, "CANCEL_ID")
+            if cancel_id is not None:
+                self._cancel(cancel_id.as_numpy(), sink)
+                continue
             arrays = {}
             for name in WIRE_DTYPES:
                 tensor = pb_utils.get_input_tensor_by_name(request, name)
                 arrays[name] = None if tensor is None else tensor.as_numpy()
-            stream_id = f"{request.request_id() or 'stream'}#{next(self.ids)}"
+            # The client's request id stays recognisable for CANCEL_ID; the counter makes it unique.
+            stream_id = f"{request.request_id()}#{next(self.ids)}"
             try:
                 generation = from_wire(arrays, stream_id)
             except ValueError as exc:
@@ -101,6 +106,21 @@ class TritonPythonModel:
                 continue
             self.loop.submit(generation, sink)
         return None
+
+    def _cancel(self, cancel_id, sink):
+        """End the live streams whose Triton request id is CANCEL_ID (the id an ensemble request
+        passes on to this step)."""
+        try:
+            client_id = inputs.text("CANCEL_ID", cancel_id)
+        except ValueError as exc:
+            sink.fail(str(exc))
+            return
+        streams = [sid for sid in self.loop.stream_ids() if client_id and sid.rpartition("#")[0] == client_id]
+        if not streams:
+            sink.fail(f"CANCEL_ID {client_id!r}: no live stream has this request id")
+            return
+        self.loop.cancel(streams)
+        sink.finish()
 
     def finalize(self):
         self.loop.stop()
