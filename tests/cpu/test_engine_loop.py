@@ -143,3 +143,21 @@ def test_stop_ends_live_streams_with_an_error(model):
     late = ListSink()
     loop.submit(_request(model, "late", [5], 2, seed=1), late)
     assert late.endings == ["fail: the model is shutting down"]
+
+
+def test_cancel_by_id_ends_only_the_named_stream(model):
+    engine = _engine(model)
+    loop = EngineLoop(engine)
+    loop.start()
+    named, other = ListSink(), ListSink()
+    loop.submit(_request(model, "client-a#0", [7, 8], 400, seed=1), named)
+    loop.submit(_request(model, "client-b#1", [7, 8], 5, seed=2), other)
+    while not named.windows:
+        time.sleep(0.01)
+    assert sorted(loop.stream_ids()) == ["client-a#0", "client-b#1"]
+    loop.cancel(["client-a#0"])
+    assert named.ended.wait(10) and other.ended.wait(60)
+    assert named.endings == ["finish"] and len(named.windows) < 400
+    assert other.endings == ["finish"] and len(other.windows) == 5
+    loop.stop()
+    assert engine.live_slots == 0
