@@ -42,6 +42,14 @@ case "$PY_VER" in
     *) echo "setup: $PY is Python $PY_VER; need 3.10-3.12 (set PYTHON=...)" >&2; exit 1 ;;
 esac
 
+# The python backend stub links libpython3.X.so.1.0 (build/tritonserver.sh puts LIBDIR on the path).
+PY_LIBDIR="$("$PY" -c 'import sysconfig; print(sysconfig.get_config_var("LIBDIR"))')"
+if [ ! -e "$PY_LIBDIR/libpython$PY_VER.so.1.0" ] && ! ldconfig -p 2>/dev/null | grep -q "libpython$PY_VER.so.1.0"; then
+    echo "setup: Triton's python backend needs libpython$PY_VER.so.1.0, which $PY lacks; install" \
+        "libpython$PY_VER (Debian/Ubuntu) or use a Python built with --enable-shared (PYTHON=...)" >&2
+    exit 1
+fi
+
 # A CUDA torch already installed for this interpreter (GPU machines) is reused instead of installing
 # one: its site-packages folder is appended to the venv through a .pth file, so the venv's own
 # numpy 1.26 and transformers<5 still come first on sys.path.
