@@ -10,6 +10,7 @@ import torch
 from tests.cpu.engine_harness import make_request, run_to_completion
 from tests.cpu.test_engine_batching import mixed_requests, tiny_model
 from voxcpm_triton.engine.engine import Engine
+from voxcpm_triton.engine.noise import block_from_env
 
 pytestmark = [
     pytest.mark.gpu,
@@ -38,11 +39,12 @@ def test_cuda_matches_cpu_first_patches():
     gpu_model = tiny_model("voxcpm2").cuda()
     request = lambda: make_request(cpu_model, "g", [120, 121, 122], min_len=8, max_len=6, seed=3)
     on_gpu = run_to_completion(cuda_engine(gpu_model), [request()])["g"]
-    # Replay on the CPU with the GPU's noise stream.
+    # Replay on the CPU with the GPU's noise stream: one block of patches drawn at the first step.
     engine = Engine(cpu_model, max_slots=1, max_context=cpu_model.config.max_length, device="cpu", window_patches=4)
     generator = torch.Generator(device="cuda").manual_seed(3)
-    shape = (1, cpu_model.config.feat_dim, cpu_model.config.patch_size)
-    draws = [torch.randn(shape, generator=generator, device="cuda").cpu() for _ in range(6)]
+    shape = (block_from_env(), cpu_model.config.feat_dim, cpu_model.config.patch_size)
+    block = torch.empty(shape, device="cuda").normal_(generator=generator).cpu()
+    draws = [block[i:i + 1] for i in range(6)]
     engine.runner._noise = lambda streams: draws.pop(0).transpose(1, 2)
     on_cpu = run_to_completion(engine, [request()])["g"]
     assert np.abs(on_gpu - on_cpu).max() <= TOLERANCE
@@ -96,25 +98,25 @@ def test_api_on_cuda_streams_patch_sized_chunks(tmp_path):
 
 
 def test_device_part_of_a_step_never_syncs():
-    """The step's only device-to-host copy is the final one in ModelRunner.decode: the device part
-    (`_advance`) must not synchronise at all."""
+    """The step's only device-to-host copy is the final one in ModelRunner.decode: the eager
+    fixed-shape step (`_fixed_advance`, here with a batch mixing 10 and 6 timesteps) must not
+    synchronise at all."""
     model = tiny_model("voxcpm2").cuda()
-    engine = cuda_engine(model)
+    engine = Engine(model, max_slots=8, max_context=model.config.max_length, device="cuda", window_patches=4,
+                    cuda_graphs=False)
     for request in mixed_requests(model, 4):
         request.min_len = request.max_len = 20
         engine.submit(request)
     engine.step()  # prefill + first decode (builds the cached Euler schedules)
     streams = list(engine.scheduler.running.values())
     runner = engine.runner
-    slots = runner._upload([s.slot for s in streams])
-    groups = runner._timestep_groups(streams)  # the batch mixes 10 and 6 timesteps
+    index = torch.tensor([[s.slot for s in streams], [1] * len(streams)], device="cuda")
+    groups = runner._timestep_groups(streams)
     assert len(groups) == 2
-    noise = runner._noise(streams)
-    span = max(s.position for s in streams) + 1
     torch.cuda.synchronize()
     torch.cuda.set_sync_debug_mode("error")
     try:
         with torch.inference_mode():
-            runner._advance(groups, slots, noise, span)
+            runner._fixed_advance(index, groups)
     finally:
         torch.cuda.set_sync_debug_mode("default")

@@ -19,7 +19,11 @@ from voxcpm_triton.model.voxcpm import VoxCPMModel
 
 class Engine:
     def __init__(self, model: VoxCPMModel, max_slots: int, max_context: int, device: torch.device | str,
-                 window_patches: int, max_prefill_tokens: int | None = None):
+                 window_patches: int, max_prefill_tokens: int | None = None, cuda_graphs: bool | None = None,
+                 custom_ops: bool | None = None, compile_layers: bool | None = None):
+        """cuda_graphs / custom_ops / compile_layers (CUDA only; None: from the environment, see
+        ModelRunner) choose how the decode step runs; the CUDA graphs for the default timesteps
+        are captured here, for every batch bucket up to max_slots."""
         device = torch.device(device)
         config = model.config
         if not 1 < max_context <= config.max_length:
@@ -30,7 +34,8 @@ class Engine:
         self.config = config
         self.max_context = max_context
         self.scheduler = Scheduler(max_slots, max_context, window_patches, max_prefill_tokens)
-        self.runner = ModelRunner(model.eval(), max_slots, max_context, device)
+        self.runner = ModelRunner(model.eval(), max_slots, max_context, device, cuda_graphs=cuda_graphs,
+                                  custom_ops=custom_ops, compile_layers_=compile_layers)
         self._lock = threading.Lock()
         self._step_lock = threading.Lock()
 

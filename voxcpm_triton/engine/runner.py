@@ -3,7 +3,14 @@
 Two calls per engine step: `prefill(admitted)` fills the slots of newly admitted streams with one
 padded batch pass over their prompts, then `decode(running)` advances every live stream by one
 patch in one batch, with ragged positions. `decode` ends with the step's only device-to-host copy
-(patches and stop flags together). CUDA graphs per batch bucket and custom ops belong here.
+(patches and stop flags together).
+
+Two decode paths. On the CPU the reference-faithful one: per-step noise draws, attention over the
+longest live prefix. On CUDA the fixed-shape one (`_fixed_advance`): a batch padded to a bucket
+(padding rows use the scratch slot, the last of every per-slot tensor), attention through the
+rope_kv_write / decode_attention ops over per-slot lengths, noise read from a per-slot ring; its
+shapes depend only on the bucket, so it is captured once per (bucket, timesteps) as a CUDA graph
+(cuda_graphs.py) and replayed. VOXCPM_CUDA_GRAPHS=0 runs the same step eagerly.
 """
 
 from __future__ import annotations
@@ -13,30 +20,76 @@ from collections import defaultdict
 import numpy as np
 import torch
 
+from voxcpm_triton.engine.cuda_graphs import StepGraphs, buckets_for, graphs_requested
+from voxcpm_triton.engine.noise import NoiseRing, block_from_env
 from voxcpm_triton.engine.scheduler import Stream
 from voxcpm_triton.engine.slots import KVCache
+from voxcpm_triton.model.fast_path import compile_layers, compile_requested, custom_ops_requested, enable_custom_ops
 from voxcpm_triton.model.minicpm import DecodeSlots
 from voxcpm_triton.model.voxcpm import VoxCPMModel
+from voxcpm_triton.ops import library as ops_library
+
+DEFAULT_TIMESTEPS = 10  # GenerationRequest's default: the graphs captured at start
+KERNEL_HEAD_DIMS = (64, 128)  # what decode_attention supports on the GPU
 
 
 class ModelRunner:
-    def __init__(self, model: VoxCPMModel, max_slots: int, max_context: int, device: torch.device):
+    def __init__(self, model: VoxCPMModel, max_slots: int, max_context: int, device: torch.device,
+                 cuda_graphs: bool | None = None, custom_ops: bool | None = None,
+                 compile_layers_: bool | None = None, warm_up_graphs: bool = True,
+                 fixed_shape: bool | None = None, kernel_attention: bool | None = None):
+        """cuda_graphs / custom_ops / compile_layers_: None reads VOXCPM_CUDA_GRAPHS,
+        VOXCPM_CUSTOM_OPS, VOXCPM_COMPILE. fixed_shape (default: on CUDA) picks the fixed-shape
+        step; kernel_attention (default: when the kernels library can serve these head sizes)
+        its attention through the ops. Tests force both on the CPU, where the ops run their
+        references, to check the fixed-shape step against the reference path."""
         config = model.config
         self.model = model
         self.device = device
+        self.max_context = max_context
         self.dtype = model.stop_proj.weight.dtype
         self.patch_shape = (config.patch_size, config.feat_dim)
         self.base_cache = KVCache(config.lm, max_slots, max_context, device, self.dtype)
         self.residual_cache = KVCache(config.residual_lm, max_slots, max_context, device, self.dtype)
         hidden = config.lm.hidden_size
+        self.scratch_slot = max_slots
+        rows = max_slots + 1
         # What the next decode step of each slot starts from (the reference loop's lm_hidden,
-        # residual_hidden and prefix_feat_cond).
-        self.lm_hidden = torch.zeros(max_slots, hidden, device=device, dtype=self.dtype)
-        self.residual_hidden = torch.zeros(max_slots, hidden, device=device, dtype=self.dtype)
-        self.prev_patch = torch.zeros(max_slots, *self.patch_shape, device=device, dtype=self.dtype)
-        self.cfg_value = torch.zeros(max_slots, device=device, dtype=torch.float32)
-        self.positions = torch.zeros(max_slots, device=device, dtype=torch.int64)
+        # residual_hidden and prefix_feat_cond); row `scratch_slot` belongs to padding rows.
+        self.lm_hidden = torch.zeros(rows, hidden, device=device, dtype=self.dtype)
+        self.residual_hidden = torch.zeros(rows, hidden, device=device, dtype=self.dtype)
+        self.prev_patch = torch.zeros(rows, *self.patch_shape, device=device, dtype=self.dtype)
+        self.cfg_value = torch.zeros(rows, device=device, dtype=torch.float32)
+        self.positions = torch.zeros(rows, device=device, dtype=torch.int64)
         self.generators: list[torch.Generator | None] = [None] * max_slots
+        self.fixed_shape = device.type == "cuda" if fixed_shape is None else fixed_shape
+        self.graphs: StepGraphs | None = None
+        if self.fixed_shape:
+            self._setup_fixed(max_slots, cuda_graphs, custom_ops, compile_layers_, warm_up_graphs, kernel_attention)
+
+    def _setup_fixed(self, max_slots: int, cuda_graphs: bool | None, custom_ops: bool | None,
+                     compile_layers_: bool | None, warm_up_graphs: bool, kernel_attention: bool | None) -> None:
+        config = self.model.config
+        on_cuda = self.device.type == "cuda"
+        self.custom_ops = custom_ops_requested() if custom_ops is None else custom_ops
+        enable_custom_ops(self.model, self.custom_ops)
+        if on_cuda and (compile_requested() if compile_layers_ is None else compile_layers_):
+            compile_layers(self.model)
+        if kernel_attention is None:
+            kernel_attention = (ops_library.kernels_loaded() and self.dtype in ops_library.KERNEL_DTYPES
+                                and config.lm.head_dim in KERNEL_HEAD_DIMS
+                                and config.residual_lm.head_dim in KERNEL_HEAD_DIMS)
+        self.kernel_attention = kernel_attention
+        self.buckets = buckets_for(max_slots)
+        self.noise = NoiseRing(max_slots, *self.patch_shape, block_from_env(), self.device, self.dtype)
+        width = self.patch_shape[0] * self.patch_shape[1] + 1
+        capacity = max(max_slots, 1)
+        self._host_index = torch.zeros(2, capacity, dtype=torch.int64, pin_memory=on_cuda)
+        self._host_out = torch.zeros(max(capacity, 256), width, dtype=torch.float32, pin_memory=on_cuda)
+        if on_cuda and (graphs_requested() if cuda_graphs is None else cuda_graphs):
+            self.graphs = StepGraphs(self._fixed_advance, self.device, max_slots, self.scratch_slot)
+            if warm_up_graphs:
+                self.graphs.warm_up(DEFAULT_TIMESTEPS)
 
     def _upload(self, values: torch.Tensor | list) -> torch.Tensor:
         """Host data -> device. Callers upload before queueing any kernel of the step: a pageable
@@ -86,11 +139,13 @@ class ModelRunner:
                              device=self.device, dtype=self.dtype) for s in streams]
         return torch.cat(draws).transpose(1, 2)
 
-    def _timestep_groups(self, streams: list[Stream]) -> list[tuple[int, torch.Tensor | None]]:
-        """(timesteps, batch rows or None for all rows) per distinct timestep count in the batch."""
+    def _timestep_groups(self, streams: list[Stream], rows: int | None = None) -> list[tuple[int, torch.Tensor | None]]:
+        """(timesteps, batch rows or None for all rows) per distinct timestep count in the batch;
+        padding rows up to `rows` join the first stream's group."""
         groups: dict[int, list[int]] = defaultdict(list)
         for row, stream in enumerate(streams):
             groups[stream.request.timesteps].append(row)
+        groups[streams[0].request.timesteps] += list(range(len(streams), rows or len(streams)))
         if len(groups) == 1:
             return [(next(iter(groups)), None)]
         return [(timesteps, self._upload(rows)) for timesteps, rows in groups.items()]
@@ -110,11 +165,11 @@ class ModelRunner:
     def decode(self, streams: list[Stream]) -> tuple[np.ndarray, np.ndarray]:
         """One generation step for every stream -> (patches float32 [B, P, D], stop flags bool [B]).
 
-        Split for CUDA graphs: host data is uploaded and the noise drawn first (per-stream
-        generators, outside any graph), `_advance` is device work only, and the single host copy
-        comes last. In `_advance` only `span` (the longest live cache prefix) varies with the
-        streams' lengths; a graph per batch bucket would attend over a fixed span with per-slot
-        lengths instead."""
+        Host data is uploaded and the noise drawn first (per-stream generators, outside any
+        graph), the step's device work runs (a graph replay on CUDA), and the single host copy
+        comes last."""
+        if self.fixed_shape:
+            return self._decode_fixed(streams)
         slots = self._upload([s.slot for s in streams])
         groups = self._timestep_groups(streams)
         noise = self._noise(streams)
@@ -141,3 +196,63 @@ class ModelRunner:
         self.prev_patch[slots] = patch
         self.positions[slots] += 1
         return patch, stop
+
+    def _decode_fixed(self, streams: list[Stream]) -> tuple[np.ndarray, np.ndarray]:
+        batch = len(streams)
+        for stream in streams:
+            self.noise.refill_if_due(stream.slot, stream.produced, self.generators[stream.slot])
+        timesteps = {s.request.timesteps for s in streams}
+        graph = None
+        if self.graphs is not None and len(timesteps) == 1:
+            graph = self.graphs.get(batch, next(iter(timesteps)))
+        # Eager runs pad to the same bucket, so graphed and eager steps run identical shapes.
+        size = graph.batch if graph is not None else next((b for b in self.buckets if b >= batch), batch)
+        pinned = self.device.type == "cuda"
+        if size > self._host_index.shape[1]:
+            self._host_index = torch.zeros(2, size, dtype=torch.int64, pin_memory=pinned)
+        host_index = self._host_index[:, :size]
+        host_index[0].fill_(self.scratch_slot)
+        host_index[1].zero_()
+        host_index[0, :batch] = torch.tensor([s.slot for s in streams])
+        host_index[1, :batch] = torch.tensor([self.noise.row(s.produced) for s in streams])
+        if graph is not None:
+            graph.index.copy_(host_index, non_blocking=True)
+            out = graph.replay()
+        else:
+            index = host_index.to(self.device, non_blocking=True)
+            out = self._fixed_advance(index, self._timestep_groups(streams, size))
+        if out.shape[0] > self._host_out.shape[0]:
+            self._host_out = torch.zeros(out.shape, dtype=torch.float32, pin_memory=pinned)
+        host = self._host_out[:out.shape[0]]
+        host.copy_(out, non_blocking=pinned)
+        if pinned:
+            torch.cuda.current_stream(self.device).synchronize()
+        host = host[:batch].numpy().copy()
+        return host[:, :-1].reshape(batch, *self.patch_shape), host[:, -1] > 0.5
+
+    def _fixed_advance(self, index: torch.Tensor, groups: list[tuple[int, torch.Tensor | None]]) -> torch.Tensor:
+        """`_advance` with shapes fixed by the batch: index [2, B] holds each row's slot (padding:
+        the scratch slot) and noise-ring row. Returns [B, P * D + 1] float32: patch, stop flag.
+        Device work only, no host synchronisation: this is what a CUDA graph captures."""
+        model = self.model
+        slots, noise_rows = index[0], index[1]
+        noise = self.noise.read(slots, noise_rows)
+        lm_hidden, residual_hidden = self.lm_hidden[slots], self.residual_hidden[slots]
+        mu = model.dit_condition(lm_hidden, residual_hidden)
+        patch = self._sample(groups, noise, mu, self.prev_patch[slots], self.cfg_value[slots])
+        stop = model.stop_logits(lm_hidden).argmax(dim=-1) == 1
+
+        positions = self.positions[slots]
+        kernel_index = None
+        if self.kernel_attention:
+            positions32 = positions.to(torch.int32)
+            kernel_index = (slots.to(torch.int32), positions32, positions32 + 1)
+        where = DecodeSlots(slots, positions, self.max_context, kernel_index)
+        patch_embed = model.embed_patches(patch.unsqueeze(1))[:, 0]
+        next_lm, next_residual = model.decode_lms(patch_embed, self.base_cache.pair, self.residual_cache.pair, where)
+        self.lm_hidden[slots] = next_lm
+        self.residual_hidden[slots] = next_residual
+        self.prev_patch[slots] = patch
+        self.positions[slots] = positions + 1
+        self.positions[self.scratch_slot:].zero_()  # padding rows keep writing scratch row 0
+        return torch.cat((patch.flatten(1).float(), stop.float().unsqueeze(1)), dim=1)

@@ -33,14 +33,16 @@ class SlotPool:
 
 
 class KVCache:
-    """Keys and values of one LM stack for every slot: [layers, slots, kv_heads, max_context, head_dim].
+    """Keys and values of one LM stack for every slot: [layers, slots + 1, kv_heads, max_context, head_dim].
 
     A slot's rows [0, length) are live; the rest is stale and never read (attention masks by length).
+    The extra last slot is scratch: padding rows of a CUDA-graph batch bucket write and read it, so
+    they never touch a stream's rows.
     """
 
     def __init__(self, config: LMConfig, max_slots: int, max_context: int, device: torch.device,
                  dtype: torch.dtype):
-        shape = (config.num_hidden_layers, max_slots, config.num_key_value_heads, max_context, config.head_dim)
+        shape = (config.num_hidden_layers, max_slots + 1, config.num_key_value_heads, max_context, config.head_dim)
         self.k = torch.zeros(shape, device=device, dtype=dtype)
         self.v = torch.zeros(shape, device=device, dtype=dtype)
 

@@ -8,6 +8,7 @@ from __future__ import annotations
 import torch
 import torch.nn as nn
 
+from voxcpm_triton import ops
 from voxcpm_triton.model.local_dit import LocalDiT
 
 SWAY_SAMPLING_COEF = 1.0
@@ -55,6 +56,7 @@ class FlowMatching(nn.Module):
         super().__init__()
         self.estimator = estimator
         self.mean_mode = mean_mode
+        self.use_op = False  # fast_path.enable_custom_ops: CFG-zero-star + Euler update as one op
         self._schedules: dict[tuple, tuple[torch.Tensor, torch.Tensor]] = {}
 
     def schedule(self, n_timesteps: int, dtype: torch.dtype, device: torch.device) -> tuple[torch.Tensor, torch.Tensor]:
@@ -78,9 +80,16 @@ class FlowMatching(nn.Module):
         mu_in = torch.cat((mu, torch.zeros_like(mu)), dim=0)
         cond_in = torch.cat((cond, cond), dim=0)
         guidance = cfg_value.to(mu.dtype).view(batch, 1, 1)
+        if self.use_op:
+            x = noise.contiguous().clone()  # updated in place by cfg_euler_step
+            guidance = cfg_value.float().contiguous()
+            step_sizes = steps.float()[:, None].expand(n_timesteps, batch).contiguous()
         for step in range(zero_init_steps(n_timesteps), n_timesteps):
             t_in = times[step].expand(2 * batch)
             dt_in = steps[step].expand(2 * batch) if self.mean_mode else torch.zeros_like(t_in)
             velocity = self.estimator(torch.cat((x, x), dim=0), mu_in, t_in, cond_in, dt_in)
-            x = x - steps[step] * cfg_zero_star(velocity[:batch], velocity[batch:], guidance)
+            if self.use_op:
+                ops.cfg_euler_step(x, velocity[:batch], velocity[batch:], guidance, step_sizes[step])
+            else:
+                x = x - steps[step] * cfg_zero_star(velocity[:batch], velocity[batch:], guidance)
         return x

@@ -15,6 +15,7 @@ import torch
 import torch.nn as nn
 import torch.nn.functional as F
 
+from voxcpm_triton import ops
 from voxcpm_triton.config import LMConfig
 
 
@@ -73,13 +74,16 @@ class DecodeSlots:
     """Where each row of a decode batch lives in the KV cache.
 
     slots/positions: LongTensor[B] on the device; positions is the index the new token is written
-    to, so each stream attends to cache rows [0, positions]. `span` (host int) is max(positions) + 1,
-    the only cache length the batch needs to read.
+    to, so each stream attends to cache rows [0, positions]. `span` (host int) is how many cache
+    rows the batch reads: max(positions) + 1 eagerly, the whole cache in a CUDA graph (one shape
+    for every mix of lengths). `kernel_index` (int32 slot ids, positions, lengths) switches
+    attention to the rope_kv_write + decode_attention ops, which read only each stream's live rows.
     """
 
     slots: torch.Tensor
     positions: torch.Tensor
     span: int
+    kernel_index: tuple[torch.Tensor, torch.Tensor, torch.Tensor] | None = None
     _live: torch.Tensor | None = None
 
     @property
@@ -134,12 +138,28 @@ class Attention(nn.Module):
         """x [B, hidden]; caches [slots, Hkv, max_context, d]. Writes this token's K/V, attends to
         each stream's live prefix only (rows beyond a stream's position are masked)."""
         batch = x.shape[0]
+        if where.kernel_index is not None:
+            return self._decode_kernels(x, rope, k_cache, v_cache, where.kernel_index)
         q, k, v = self._project(x.unsqueeze(1), rope)  # q [B, Hq, 1, d], k/v [B, Hkv, 1, d]
         k_cache[where.slots, :, where.positions] = k[:, :, 0]
         v_cache[where.slots, :, where.positions] = v[:, :, 0]
         keys = k_cache[where.slots, :, : where.span]
         values = v_cache[where.slots, :, : where.span]
         out = F.scaled_dot_product_attention(q, keys, values, attn_mask=where.live, enable_gqa=True)
+        return self.o_proj(out.reshape(batch, self.num_heads * self.head_dim))
+
+    def _decode_kernels(self, x: torch.Tensor, rope_tables: tuple[torch.Tensor, torch.Tensor] | None,
+                        k_cache: torch.Tensor, v_cache: torch.Tensor,
+                        index: tuple[torch.Tensor, torch.Tensor, torch.Tensor]) -> torch.Tensor:
+        """Graph-friendly decode: rope_tables are the float32 [positions, d] tables (or None)."""
+        batch = x.shape[0]
+        slot_ids, positions, lengths = index
+        q = self.q_proj(x).view(batch, self.num_heads, self.head_dim)
+        k = self.k_proj(x).view(batch, self.num_kv_heads, self.head_dim)
+        v = self.v_proj(x).view(batch, self.num_kv_heads, self.head_dim)
+        cos, sin = rope_tables if rope_tables is not None else (None, None)
+        q = ops.rope_kv_write(q, k, v, k_cache, v_cache, positions, slot_ids, cos, sin)
+        out = ops.decode_attention(q, k_cache, v_cache, slot_ids, lengths)
         return self.o_proj(out.reshape(batch, self.num_heads * self.head_dim))
 
 
@@ -149,8 +169,13 @@ class MLP(nn.Module):
         self.gate_proj = nn.Linear(config.hidden_size, config.intermediate_size, bias=False)
         self.up_proj = nn.Linear(config.hidden_size, config.intermediate_size, bias=False)
         self.down_proj = nn.Linear(config.intermediate_size, config.hidden_size, bias=False)
+        # [gate; up] weight whose halves gate_proj/up_proj view (see fast_path.fuse_gate_up): one
+        # GEMM and the swiglu op instead of two GEMMs and three elementwise kernels.
+        self.gate_up_weight: torch.Tensor | None = None
 
     def forward(self, x: torch.Tensor) -> torch.Tensor:
+        if self.gate_up_weight is not None:
+            return self.down_proj(ops.swiglu(F.linear(x, self.gate_up_weight)))
         return self.down_proj(F.silu(self.gate_proj(x)) * self.up_proj(x))
 
 
@@ -179,6 +204,23 @@ class DecoderLayer(nn.Module):
         x = self._add(x, self.self_attn.decode(self.input_layernorm(x), rope, k_cache, v_cache, where))
         return self._add(x, self.mlp(self.post_attention_layernorm(x)))
 
+    def _fused_tail(self, x: torch.Tensor, attn: torch.Tensor, next_norm: RMSNorm) -> torch.Tensor:
+        """Residual adds folded into add_rmsnorm (x updated in place); returns next_norm(x)."""
+        eps = self.post_attention_layernorm.eps
+        h = ops.add_rmsnorm(x, attn, self.post_attention_layernorm.weight, eps, self.residual_scale)
+        return ops.add_rmsnorm(x, self.mlp(h), next_norm.weight, next_norm.eps, self.residual_scale)
+
+    def fused_forward(self, x: torch.Tensor, h: torch.Tensor, rope, causal: bool,
+                      next_norm: RMSNorm) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
+        """forward() on the custom ops: h = input_layernorm(x) from the previous layer; x (the
+        residual stream) is updated in place; returns (next_norm(x), k, v)."""
+        attn, k, v = self.self_attn(h, rope, causal)
+        return self._fused_tail(x, attn, next_norm), k, v
+
+    def fused_decode(self, x: torch.Tensor, h: torch.Tensor, rope, k_cache: torch.Tensor, v_cache: torch.Tensor,
+                     where: DecodeSlots, next_norm: RMSNorm) -> torch.Tensor:
+        return self._fused_tail(x, self.self_attn.decode(h, rope, k_cache, v_cache, where), next_norm)
+
 
 class MiniCPMModel(nn.Module):
     """Embedding (when vocab_size > 0), decoder layers, final norm, optional LongRoPE."""
@@ -191,6 +233,13 @@ class MiniCPMModel(nn.Module):
         self.layers = nn.ModuleList(DecoderLayer(config) for _ in range(config.num_hidden_layers))
         self.norm = RMSNorm(config.hidden_size, config.rms_norm_eps)
         self.rope = None if config.no_rope else LongRoPE(config, max_positions)
+        # Set by fast_path.enable_custom_ops: norms and residual adds run as rmsnorm/add_rmsnorm ops.
+        self.fused_norms = False
+        self._rope_tables: tuple[torch.Tensor, torch.Tensor] | None = None
+
+    def _next_norms(self) -> list[RMSNorm]:
+        """The norm applied after each layer's final residual add when adds and norms are fused."""
+        return [layer.input_layernorm for layer in self.layers[1:]] + [self.norm]
 
     def forward(self, x: torch.Tensor, causal: bool) -> tuple[torch.Tensor, list[tuple[torch.Tensor, torch.Tensor]]]:
         """x [B, T, hidden] -> (normed hidden [B, T, hidden], per-layer (k, v) [B, Hkv, T, d])."""
@@ -198,17 +247,40 @@ class MiniCPMModel(nn.Module):
         if self.rope is not None:
             rope = self.rope(torch.arange(x.shape[1], device=x.device))
         kv = []
+        if self.fused_norms:
+            x = x.contiguous().clone()  # the residual stream is updated in place
+            h = ops.rmsnorm(x, self.layers[0].input_layernorm.weight, self.layers[0].input_layernorm.eps)
+            for layer, next_norm in zip(self.layers, self._next_norms()):
+                h, k, v = layer.fused_forward(x, h, rope, causal, next_norm)
+                kv.append((k, v))
+            return h, kv
         for layer in self.layers:
             x, k, v = layer(x, rope, causal)
             kv.append((k, v))
         return self.norm(x), kv
 
+    def rope_tables(self) -> tuple[torch.Tensor, torch.Tensor] | None:
+        """Float32 contiguous LongRoPE tables for rope_kv_write (cached: built before graph capture)."""
+        if self.rope is None:
+            return None
+        if self._rope_tables is None or self._rope_tables[0].device != self.rope.cos_table.device:
+            self._rope_tables = (self.rope.cos_table.float().contiguous(), self.rope.sin_table.float().contiguous())
+        return self._rope_tables
+
     def decode(self, x: torch.Tensor, k_cache: torch.Tensor, v_cache: torch.Tensor, where: DecodeSlots) -> torch.Tensor:
         """x [B, hidden]; caches [layers, slots, Hkv, max_context, d] -> normed hidden [B, hidden]."""
         rope = None
-        if self.rope is not None:
+        if where.kernel_index is not None:
+            rope = self.rope_tables()
+        elif self.rope is not None:
             cos, sin = self.rope(where.positions)
             rope = (cos[:, None, None, :], sin[:, None, None, :])
+        if self.fused_norms:
+            x = x.contiguous().clone()
+            h = ops.rmsnorm(x, self.layers[0].input_layernorm.weight, self.layers[0].input_layernorm.eps)
+            for index, (layer, next_norm) in enumerate(zip(self.layers, self._next_norms())):
+                h = layer.fused_decode(x, h, rope, k_cache[index], v_cache[index], where, next_norm)
+            return h
         for index, layer in enumerate(self.layers):
             x = layer.decode(x, rope, k_cache[index], v_cache[index], where)
         return self.norm(x)

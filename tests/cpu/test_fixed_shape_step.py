@@ -1,0 +1,68 @@
+"""The fixed-shape decode step (what the CUDA engine runs and captures as a graph), run on the CPU
+where the custom ops fall back to their references: same patches as the reference-faithful path,
+padding rows leave every stream alone, and batch composition does not change a stream."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+import torch
+
+from tests.cpu.engine_harness import run_to_completion
+from tests.cpu.test_engine_batching import mixed_requests, tiny_model
+from voxcpm_triton.engine.engine import Engine
+from voxcpm_triton.engine.runner import ModelRunner
+from voxcpm_triton.model.fast_path import enable_custom_ops
+
+TOLERANCE = 2e-5  # fp32; the ops' references round a few intermediates differently (fp32 CFG-Euler)
+
+
+def engine(model, slots: int, **fixed) -> Engine:
+    built = Engine(model, max_slots=slots, max_context=model.config.max_length, device="cpu", window_patches=4)
+    if fixed:
+        built.runner = ModelRunner(model, slots, model.config.max_length, torch.device("cpu"), fixed_shape=True,
+                                   **fixed)
+    return built
+
+
+@pytest.mark.parametrize("variant", ["voxcpm2", "voxcpm0.5b"])
+@pytest.mark.parametrize("kernel_attention,custom_ops", [(False, False), (True, False), (True, True)])
+def test_fixed_step_matches_reference_path(monkeypatch, variant, kernel_attention, custom_ops):
+    monkeypatch.setenv("VOXCPM_NOISE_BLOCK", "1")  # one draw per step, as the reference path draws
+    model = tiny_model(variant)
+    try:
+        fixed = run_to_completion(engine(model, 8, kernel_attention=kernel_attention, custom_ops=custom_ops),
+                                  mixed_requests(model, 6))
+        enable_custom_ops(model, False)
+        plain = run_to_completion(engine(model, 8), mixed_requests(model, 6))
+    finally:
+        enable_custom_ops(model, False)
+    for rid, patches in plain.items():
+        assert fixed[rid].shape == patches.shape
+        assert np.abs(fixed[rid] - patches).max() <= TOLERANCE, rid
+
+
+def test_padding_rows_and_batch_composition(monkeypatch):
+    """Block of 4 noise patches: a stream gives the same patches alone and in a batch of 6."""
+    monkeypatch.setenv("VOXCPM_NOISE_BLOCK", "4")
+    model = tiny_model("voxcpm2")
+    try:
+        batch = run_to_completion(engine(model, 8, kernel_attention=True, custom_ops=True), mixed_requests(model, 6))
+        for i in (0, 3, 5):
+            alone = run_to_completion(engine(model, 2, kernel_attention=True, custom_ops=True),
+                                      [mixed_requests(model, 6)[i]])[f"s{i}"]
+            assert np.abs(alone - batch[f"s{i}"]).max() <= TOLERANCE
+    finally:
+        enable_custom_ops(model, False)
+
+
+def test_custom_ops_keep_state_dict():
+    model = tiny_model("voxcpm2")
+    before = {k: v.clone() for k, v in model.state_dict().items()}
+    enable_custom_ops(model, True)
+    try:
+        after = model.state_dict()
+        assert after.keys() == before.keys()
+        assert all(torch.equal(before[k], after[k]) for k in before)
+    finally:
+        enable_custom_ops(model, False)

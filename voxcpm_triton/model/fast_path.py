@@ -1,0 +1,65 @@
+"""Switches a VoxCPMModel between its reference-faithful PyTorch layers and the custom CUDA ops.
+
+`enable_custom_ops(model, True)` (on the model's final device and dtype) fuses each MLP's gate and
+up weights into one [2 * inter, hidden] tensor whose halves the official parameters then view
+(state_dict keys and values unchanged, no extra memory), and makes the stacks use add_rmsnorm /
+rmsnorm, the swiglu, fsq and cfg_euler_step ops. `compile_layers` puts each decoder layer's
+forward under torch.compile (inductor). Environment: VOXCPM_CUSTOM_OPS=0 and VOXCPM_COMPILE=1.
+"""
+
+from __future__ import annotations
+
+import os
+
+import torch
+
+from voxcpm_triton.model.flow_matching import FlowMatching
+from voxcpm_triton.model.fsq import ScalarQuantization
+from voxcpm_triton.model.minicpm import MLP, DecoderLayer, MiniCPMModel
+
+
+def custom_ops_requested() -> bool:
+    return os.environ.get("VOXCPM_CUSTOM_OPS", "1") != "0"
+
+
+def compile_requested() -> bool:
+    return os.environ.get("VOXCPM_COMPILE", "0") == "1"
+
+
+def fuse_gate_up(mlp: MLP) -> None:
+    """One [gate; up] weight; gate_proj.weight and up_proj.weight become views of its halves."""
+    if mlp.gate_up_weight is not None:
+        return
+    inter = mlp.gate_proj.weight.shape[0]
+    fused = torch.cat((mlp.gate_proj.weight.detach(), mlp.up_proj.weight.detach()), dim=0).contiguous()
+    mlp.gate_proj.weight.data = fused[:inter]
+    mlp.up_proj.weight.data = fused[inter:]
+    mlp.gate_up_weight = fused
+
+
+def enable_custom_ops(model: torch.nn.Module, enabled: bool) -> None:
+    """Route the model's norms, residual adds, MLP activation, FSQ and CFG-Euler update through
+    the custom ops (enabled) or the plain PyTorch layers. Call after moving the model."""
+    for module in model.modules():
+        if isinstance(module, MiniCPMModel):
+            module.fused_norms = enabled
+        elif isinstance(module, MLP):
+            if enabled:
+                fuse_gate_up(module)
+            else:
+                module.gate_up_weight = None  # the views stay valid parameters
+        elif isinstance(module, (ScalarQuantization, FlowMatching)):
+            module.use_op = enabled
+
+
+def compile_layers(model: torch.nn.Module) -> None:
+    """torch.compile each decoder layer's entry points (one compiled graph per shape, shared by
+    layers of one stack); the runner's CUDA graph then captures the compiled kernels."""
+    torch._dynamo.config.cache_size_limit = max(torch._dynamo.config.cache_size_limit, 256)
+    torch._dynamo.config.accumulated_cache_size_limit = max(
+        torch._dynamo.config.accumulated_cache_size_limit, 4096)
+    for module in model.modules():
+        if isinstance(module, DecoderLayer) and not getattr(module, "compiled", False):
+            for name in ("forward", "decode", "fused_forward", "fused_decode"):
+                setattr(module, name, torch.compile(getattr(module, name), dynamic=False))
+            module.compiled = True
