@@ -161,3 +161,15 @@ def test_cancel_by_id_ends_only_the_named_stream(model):
     assert other.endings == ["finish"] and len(other.windows) == 5
     loop.stop()
     assert engine.live_slots == 0
+
+
+def test_cancel_source_is_asked_every_step(model):
+    engine = _engine(model)
+    posted = {"client-c#0"}
+    loop = EngineLoop(engine, cancel_source=lambda ids: [i for i in ids if i in posted])
+    loop.start()
+    sink = ListSink()
+    loop.submit(_request(model, "client-c#0", [7, 8], 400, seed=1), sink)
+    assert sink.ended.wait(30)
+    assert sink.endings == ["finish"] and len(sink.windows) <= 1
+    loop.stop()

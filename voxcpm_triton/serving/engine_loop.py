@@ -30,19 +30,23 @@ class EngineLoop:
     Asking a sink whether its client went away is a round trip to the Triton server process, too
     dear to do for every stream on every step: each step asks at most `cancel_checks_per_step`
     sinks, taking them in turn, so with S streams each is asked every S / cancel_checks_per_step
-    steps. `on_live_slots` is called when the engine's slot count changes."""
+    steps. `on_live_slots` is called when the engine's slot count changes. `cancel_source`, when
+    given, is called once per step with the live stream ids and returns those to end (the
+    ar_decoder's view of cancellations posted by its other instances)."""
 
     def __init__(
         self,
         engine,
         on_live_slots: Callable[[int], None] = lambda count: None,
         cancel_checks_per_step: int = 8,
+        cancel_source: Callable[[list[str]], list[str]] | None = None,
     ) -> None:
         if cancel_checks_per_step < 1:
             raise ValueError(f"cancel_checks_per_step={cancel_checks_per_step}; must be >= 1")
         self._engine = engine
         self._on_live_slots = on_live_slots
         self._cancel_checks = cancel_checks_per_step
+        self._cancel_source = cancel_source
         self._sinks: dict[str, StreamSink] = {}
         self._lock = threading.Lock()
         self._wake = threading.Condition(self._lock)
@@ -147,6 +151,8 @@ class EngineLoop:
         with self._lock:
             asked, self._to_cancel = self._to_cancel, set()
             sinks = list(self._sinks.items())
+        if self._cancel_source is not None and sinks:
+            asked.update(self._cancel_source([request_id for request_id, _ in sinks]))
         polled = [item for item in sinks if item[0] not in asked]
         if len(polled) > self._cancel_checks:
             start = self._next_check % len(polled)

@@ -3,6 +3,7 @@ with its response sender, to the EngineLoop thread this model owns (joined in fi
 
 import itertools
 import json
+import os
 
 import triton_python_backend_utils as pb_utils
 
@@ -10,6 +11,7 @@ from voxcpm_triton.audio.vocoder import WindowedVocoder
 from voxcpm_triton.checkpoint.loader import load_checkpoint
 from voxcpm_triton.engine.engine import Engine
 from voxcpm_triton.serving import inputs, model_settings
+from voxcpm_triton.serving.cancel_board import CancelBoard, board_folder
 from voxcpm_triton.serving.engine_loop import EngineLoop
 from voxcpm_triton.serving.request_tensors import WIRE_DTYPES, from_wire
 from voxcpm_triton.serving.warm_up import warm_up_engine
@@ -77,7 +79,10 @@ class TritonPythonModel:
         self.slot_family = family
         self.slot_gauge.set(0)
         self.ids = itertools.count()
-        self.loop = EngineLoop(engine, on_live_slots=self._report_slots)
+        # Shared by this server's ar_decoder instances: a CANCEL_ID may reach any of them. The stub's
+        # parent process is tritonserver.
+        self.board = CancelBoard(board_folder(os.getppid()))
+        self.loop = EngineLoop(engine, on_live_slots=self._report_slots, cancel_source=self._posted_cancels)
         self.loop.start()
         pb_utils.Logger.log_info(f"ar_decoder: checkpoint {folder} on {device} ({dtype}), window {window_patches}")
 
@@ -109,18 +114,32 @@ class TritonPythonModel:
 
     def _cancel(self, cancel_id, sink):
         """End the live streams whose Triton request id is CANCEL_ID (the id an ensemble request
-        passes on to this step)."""
+        passes on to this step), here or, through the board, in another instance."""
         try:
             client_id = inputs.text("CANCEL_ID", cancel_id)
         except ValueError as exc:
             sink.fail(str(exc))
             return
-        streams = [sid for sid in self.loop.stream_ids() if client_id and sid.rpartition("#")[0] == client_id]
-        if not streams:
-            sink.fail(f"CANCEL_ID {client_id!r}: no live stream has this request id")
+        if not client_id:
+            sink.fail("CANCEL_ID is empty; send the request id of the stream to end")
             return
-        self.loop.cancel(streams)
+        streams = [sid for sid in self.loop.stream_ids() if sid.rpartition("#")[0] == client_id]
+        if streams:
+            self.loop.cancel(streams)
+        else:
+            self.board.post(client_id)
         sink.finish()
+
+    def _posted_cancels(self, stream_ids):
+        by_client = {}
+        for stream_id in stream_ids:
+            by_client.setdefault(stream_id.rpartition("#")[0], []).append(stream_id)
+        taken = self.board.take([client_id for client_id in by_client if client_id])
+        return [stream_id for client_id in taken for stream_id in by_client[client_id]]
 
     def finalize(self):
         self.loop.stop()
+        try:
+            self.board.folder.rmdir()  # the last instance to stop removes the (then empty) board
+        except OSError:
+            pass
