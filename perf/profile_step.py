@@ -1,0 +1,256 @@
+"""Times one decode step of a full-size VoxCPM2-shaped random bf16 model on the GPU, per batch
+size and per execution mode, with a torch.profiler op breakdown; also the first patch after
+admission at one stream.
+
+Modes (each a fresh ModelRunner over the same weights, fixed-shape step, kernel attention):
+  eager          no CUDA graph, plain PyTorch layers
+  graph          whole step in one CUDA graph, plain PyTorch layers
+  graph_ops      graph + custom ops (fused add+RMSNorm, gate_up + SwiGLU, FSQ, CFG-Euler)
+  graph_ops_compile  graph_ops with each decoder layer under torch.compile (last: it stays on)
+Step time = `runner.decode(streams)` end to end in-process (host upload, noise ring refills, the
+graph replay, the one device-to-host copy), median over --iters after --warmup steps; replay =
+device time of the graph alone (CUDA events). RTF = step_ms / 160; audio s/s = B * 0.16 / step_s.
+
+Usage: python perf/profile_step.py --out DIR [--batches 1,16,64,256] [--modes ...] [--budget-s 300]
+Writes DIR/profile_step.json and DIR/profile_step.md (the table, also printed last) and
+DIR/profile_ops.txt (profiler tables).
+"""
+
+from __future__ import annotations
+
+import argparse
+import gc
+import json
+import statistics
+import sys
+import time
+from pathlib import Path
+
+import torch
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+
+from voxcpm_triton.checkpoint.make import config_dict  # noqa: E402
+from voxcpm_triton.config import parse_config  # noqa: E402
+from voxcpm_triton.engine.engine import Engine  # noqa: E402
+from voxcpm_triton.engine.prefill import build_prefill  # noqa: E402
+from voxcpm_triton.engine.request import GenerationRequest  # noqa: E402
+from voxcpm_triton.engine.runner import ModelRunner  # noqa: E402
+from voxcpm_triton.engine.scheduler import Stream  # noqa: E402
+from voxcpm_triton.model.voxcpm import build_model  # noqa: E402
+from voxcpm_triton.ops import library_status  # noqa: E402
+
+STEP_AUDIO_S = 0.16
+MODES = {
+    "eager": dict(cuda_graphs=False, custom_ops=False, compile_layers_=False),
+    "graph": dict(cuda_graphs=True, custom_ops=False, compile_layers_=False),
+    "graph_ops": dict(cuda_graphs=True, custom_ops=True, compile_layers_=False),
+    "graph_ops_compile": dict(cuda_graphs=True, custom_ops=True, compile_layers_=True),
+}
+
+
+def full_model() -> torch.nn.Module:
+    """VoxCPM2 shapes, random weights made in bf16 on the GPU (no disk, no fp32 copy)."""
+    config = parse_config(config_dict("voxcpm2", "full"))
+    saved = torch.get_default_dtype()
+    torch.set_default_dtype(torch.bfloat16)
+    try:
+        with torch.device("cuda"):
+            model = build_model(config)
+    finally:
+        torch.set_default_dtype(saved)
+    with torch.no_grad():
+        model.stop_head.weight.zero_()  # never stops: every step does the same work
+    return model.eval()
+
+
+def request(config, rid: str, text_tokens: int, timesteps: int, cfg: float, seed: int) -> GenerationRequest:
+    tokens = torch.randint(200, 1000, (text_tokens,), generator=torch.Generator().manual_seed(seed))
+    seq = build_prefill(tokens, None, None, config)
+    return GenerationRequest(rid, seq.tokens, seq.feats, seq.text_mask, seq.audio_mask, seq.context_patches,
+                             min_len=2, max_len=10_000, cfg_value=cfg, timesteps=timesteps, seed=seed)
+
+
+def decoding_runner(model, batch: int, context: int, max_context: int, timesteps: int, cfg: float,
+                    options: dict) -> tuple[ModelRunner, list[Stream]]:
+    """A runner whose `batch` slots look like streams with `context` cached tokens (random KV)."""
+    runner = ModelRunner(model, batch, max_context, torch.device("cuda"), warm_up_graphs=False, **options)
+    for cache in (runner.base_cache, runner.residual_cache):
+        cache.k.normal_()
+        cache.v.normal_()
+    live = slice(0, batch)
+    runner.lm_hidden[live].normal_()
+    runner.residual_hidden[live].normal_()
+    runner.prev_patch[live].normal_()
+    runner.cfg_value[live] = cfg
+    runner.positions[live] = context
+    streams = []
+    for slot in range(batch):
+        generator = torch.Generator(device="cuda")
+        generator.manual_seed(slot)
+        runner.generators[slot] = generator
+        streams.append(Stream(request(model.config, f"s{slot}", 8, timesteps, cfg, slot), slot, budget=10_000))
+    return runner, streams
+
+
+def step(runner: ModelRunner, streams: list[Stream]) -> None:
+    runner.decode(streams)
+    for stream in streams:
+        stream.produced += 1
+
+
+def time_steps(runner: ModelRunner, streams: list[Stream], warmup: int, iters: int) -> dict:
+    for _ in range(warmup):
+        step(runner, streams)
+    torch.cuda.synchronize()
+    times = []
+    for _ in range(iters):
+        start = time.perf_counter()
+        step(runner, streams)
+        times.append((time.perf_counter() - start) * 1e3)
+    result = {"step_ms": statistics.median(times), "step_ms_min": min(times)}
+    if runner.graphs is not None:
+        graph = runner.graphs.get(len(streams), streams[0].request.timesteps)
+        begin, end = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
+        graph.index[0].fill_(runner.scratch_slot)  # replays of padding rows: same work, no state change
+        replays = []
+        for _ in range(iters):
+            begin.record()
+            graph.replay()
+            end.record()
+            end.synchronize()
+            replays.append(begin.elapsed_time(end))
+        result["replay_ms"] = statistics.median(replays)
+    return result
+
+
+def profile_table(runner: ModelRunner, streams: list[Stream], steps: int, rows: int) -> str:
+    from torch.profiler import ProfilerActivity, profile
+
+    with profile(activities=[ProfilerActivity.CPU, ProfilerActivity.CUDA]) as prof:
+        for _ in range(steps):
+            step(runner, streams)
+        torch.cuda.synchronize()
+    averages = prof.key_averages()
+    for key in ("self_cuda_time_total", "self_device_time_total"):
+        try:
+            return averages.table(sort_by=key, row_limit=rows)
+        except (AttributeError, KeyError, ValueError, RuntimeError):
+            continue
+    return averages.table(row_limit=rows)
+
+
+def first_patch_ms(model, options: dict, text_tokens: int, timesteps: int, cfg: float, repeats: int) -> float:
+    """Admission to first patch at one stream: submit, then the step that prefills and decodes."""
+    engine = Engine(model, max_slots=1, max_context=1024, device="cuda", window_patches=1,
+                    cuda_graphs=options["cuda_graphs"], custom_ops=options["custom_ops"],
+                    compile_layers=options["compile_layers_"])
+    times = []
+    for i in range(repeats + 1):  # the first run warms the prefill shapes up
+        req = request(model.config, f"p{i}", text_tokens, timesteps, cfg, i)
+        torch.cuda.synchronize()
+        start = time.perf_counter()
+        engine.submit(req)
+        outputs = engine.step()
+        elapsed = (time.perf_counter() - start) * 1e3
+        assert outputs and outputs[0].error is None, outputs
+        engine.cancel(req.request_id)
+        engine.step()
+        if i:
+            times.append(elapsed)
+    del engine
+    return statistics.median(times)
+
+
+def markdown(results: list[dict], first_patch: dict) -> str:
+    lines = ["| mode | B | step ms | graph replay ms | RTF | audio s/s |", "|---|---|---|---|---|---|"]
+    for r in results:
+        if "error" in r:
+            lines.append(f"| {r['mode']} | {r['batch']} | {r['error'][:60]} | | | |")
+            continue
+        replay = f"{r['replay_ms']:.2f}" if "replay_ms" in r else "-"
+        lines.append(f"| {r['mode']} | {r['batch']} | {r['step_ms']:.2f} | {replay} | {r['rtf']:.4f} | "
+                     f"{r['audio_s_per_s']:.0f} |")
+    for mode, value in first_patch.items():
+        text = f"{value:.1f} ms" if isinstance(value, float) else value
+        lines.append(f"\nfirst patch after admission ({mode}, B=1, 30-token text): {text}")
+    return "\n".join(lines)
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--out", type=Path, required=True)
+    parser.add_argument("--batches", default="1,16,64,256")
+    parser.add_argument("--modes", default=",".join(MODES))
+    parser.add_argument("--context", type=int, default=300)
+    parser.add_argument("--max-context", type=int, default=1024)
+    parser.add_argument("--timesteps", type=int, default=10)
+    parser.add_argument("--cfg", type=float, default=2.0)
+    parser.add_argument("--warmup", type=int, default=3)
+    parser.add_argument("--iters", type=int, default=20)
+    parser.add_argument("--profile-batches", default="1,64")
+    parser.add_argument("--profile-steps", type=int, default=3)
+    parser.add_argument("--budget-s", type=float, default=330.0, help="skip what would start after this")
+    args = parser.parse_args()
+    if not torch.cuda.is_available():
+        print("profile_step: needs a CUDA GPU")
+        return 2
+    args.out.mkdir(parents=True, exist_ok=True)
+    began = time.perf_counter()
+    batches = [int(b) for b in args.batches.split(",")]
+    profile_batches = {int(b) for b in args.profile_batches.split(",") if b}
+    modes = [m for m in args.modes.split(",") if m]
+    print(f"device {torch.cuda.get_device_name()}, torch {torch.__version__}, kernels: {library_status()}", flush=True)
+    model = full_model()
+    print(f"model built: {sum(p.numel() for p in model.parameters()) / 1e9:.2f} B params "
+          f"({time.perf_counter() - began:.1f} s)", flush=True)
+
+    results, profiles, first_patch = [], [], {}
+    for mode in modes:
+        options = MODES[mode]
+        for batch in batches:
+            if time.perf_counter() - began > args.budget_s:
+                results.append({"mode": mode, "batch": batch, "error": "skipped: time budget"})
+                continue
+            entry = {"mode": mode, "batch": batch}
+            try:
+                runner, streams = decoding_runner(model, batch, args.context, args.max_context, args.timesteps,
+                                                  args.cfg, options)
+                entry["kernel_attention"] = runner.kernel_attention
+                entry.update(time_steps(runner, streams, args.warmup, args.iters))
+                entry["rtf"] = entry["step_ms"] / (STEP_AUDIO_S * 1e3)
+                entry["audio_s_per_s"] = batch * STEP_AUDIO_S / (entry["step_ms"] / 1e3)
+                if batch in profile_batches and mode in ("eager", "graph_ops", "graph_ops_compile"):
+                    try:
+                        table = profile_table(runner, streams, args.profile_steps, rows=30)
+                    except Exception as exc:
+                        table = f"profiler failed: {type(exc).__name__}: {exc}"
+                    profiles.append(f"### {mode} B={batch} ({args.profile_steps} steps)\n{table}\n")
+            except Exception as exc:  # one failing mode must not hide the others' figures
+                entry["error"] = f"{type(exc).__name__}: {exc}"
+            runner = streams = None
+            gc.collect()  # the runner and its graphs reference each other
+            torch.cuda.empty_cache()
+            results.append(entry)
+            print(json.dumps(entry), flush=True)
+        if mode in ("graph_ops", "graph_ops_compile") and time.perf_counter() - began <= args.budget_s:
+            try:
+                first_patch[mode] = first_patch_ms(model, options, 30, args.timesteps, args.cfg, repeats=5)
+            except Exception as exc:
+                first_patch[mode] = f"error {type(exc).__name__}: {exc}"
+            print(f"first patch {mode}: {first_patch[mode]}", flush=True)
+
+    (args.out / "profile_ops.txt").write_text("\n".join(profiles))
+    table = markdown(results, first_patch)
+    summary = {"device": torch.cuda.get_device_name(), "torch": torch.__version__, "kernels": library_status(),
+               "context": args.context, "timesteps": args.timesteps, "cfg": args.cfg, "results": results,
+               "first_patch_ms": first_patch, "wall_s": time.perf_counter() - began}
+    (args.out / "profile_step.json").write_text(json.dumps(summary, indent=1))
+    (args.out / "profile_step.md").write_text(table + "\n")
+    print("\n".join(profiles)[-20000:])
+    print(table)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
