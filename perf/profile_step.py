@@ -49,13 +49,13 @@ MODES = {
 }
 
 
-def full_model() -> torch.nn.Module:
-    """VoxCPM2 shapes, random weights made in bf16 on the GPU (no disk, no fp32 copy)."""
-    config = parse_config(config_dict("voxcpm2", "full"))
+def random_model(size: str, device: torch.device) -> torch.nn.Module:
+    """VoxCPM2 shapes, random weights made in bf16 on the device (no disk, no fp32 copy)."""
+    config = parse_config(config_dict("voxcpm2", size))
     saved = torch.get_default_dtype()
     torch.set_default_dtype(torch.bfloat16)
     try:
-        with torch.device("cuda"):
+        with device:
             model = build_model(config)
     finally:
         torch.set_default_dtype(saved)
@@ -65,7 +65,8 @@ def full_model() -> torch.nn.Module:
 
 
 def request(config, rid: str, text_tokens: int, timesteps: int, cfg: float, seed: int) -> GenerationRequest:
-    tokens = torch.randint(200, 1000, (text_tokens,), generator=torch.Generator().manual_seed(seed))
+    tokens = torch.randint(200, min(1000, config.lm.vocab_size), (text_tokens,),
+                           generator=torch.Generator().manual_seed(seed))
     seq = build_prefill(tokens, None, None, config)
     return GenerationRequest(rid, seq.tokens, seq.feats, seq.text_mask, seq.audio_mask, seq.context_patches,
                              min_len=2, max_len=10_000, cfg_value=cfg, timesteps=timesteps, seed=seed)
@@ -74,7 +75,8 @@ def request(config, rid: str, text_tokens: int, timesteps: int, cfg: float, seed
 def decoding_runner(model, batch: int, context: int, max_context: int, timesteps: int, cfg: float,
                     options: dict) -> tuple[ModelRunner, list[Stream]]:
     """A runner whose `batch` slots look like streams with `context` cached tokens (random KV)."""
-    runner = ModelRunner(model, batch, max_context, torch.device("cuda"), warm_up_graphs=False, **options)
+    device = model.stop_proj.weight.device
+    runner = ModelRunner(model, batch, max_context, device, warm_up_graphs=False, fixed_shape=True, **options)
     for cache in (runner.base_cache, runner.residual_cache):
         cache.k.normal_()
         cache.v.normal_()
@@ -86,7 +88,7 @@ def decoding_runner(model, batch: int, context: int, max_context: int, timesteps
     runner.positions[live] = context
     streams = []
     for slot in range(batch):
-        generator = torch.Generator(device="cuda")
+        generator = torch.Generator(device=device)
         generator.manual_seed(slot)
         runner.generators[slot] = generator
         streams.append(Stream(request(model.config, f"s{slot}", 8, timesteps, cfg, slot), slot, budget=10_000))
@@ -99,10 +101,15 @@ def step(runner: ModelRunner, streams: list[Stream]) -> None:
         stream.produced += 1
 
 
+def synchronize() -> None:
+    if torch.cuda.is_available():
+        torch.cuda.synchronize()
+
+
 def time_steps(runner: ModelRunner, streams: list[Stream], warmup: int, iters: int) -> dict:
     for _ in range(warmup):
         step(runner, streams)
-    torch.cuda.synchronize()
+    synchronize()
     times = []
     for _ in range(iters):
         start = time.perf_counter()
@@ -112,7 +119,8 @@ def time_steps(runner: ModelRunner, streams: list[Stream], warmup: int, iters: i
     if runner.graphs is not None:
         graph = runner.graphs.get(len(streams), streams[0].request.timesteps)
         begin, end = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
-        graph.index[0].fill_(runner.scratch_slot)  # replays of padding rows: same work, no state change
+        with torch.inference_mode():  # the graph's buffers are inference tensors
+            graph.index[0].fill_(runner.scratch_slot)  # replays of padding rows: same work, no state change
         replays = []
         for _ in range(iters):
             begin.record()
@@ -127,10 +135,11 @@ def time_steps(runner: ModelRunner, streams: list[Stream], warmup: int, iters: i
 def profile_table(runner: ModelRunner, streams: list[Stream], steps: int, rows: int) -> str:
     from torch.profiler import ProfilerActivity, profile
 
-    with profile(activities=[ProfilerActivity.CPU, ProfilerActivity.CUDA]) as prof:
+    activities = [ProfilerActivity.CPU] + ([ProfilerActivity.CUDA] if runner.device.type == "cuda" else [])
+    with profile(activities=activities) as prof:
         for _ in range(steps):
             step(runner, streams)
-        torch.cuda.synchronize()
+        synchronize()
     averages = prof.key_averages()
     for key in ("self_cuda_time_total", "self_device_time_total"):
         try:
@@ -142,13 +151,14 @@ def profile_table(runner: ModelRunner, streams: list[Stream], steps: int, rows: 
 
 def first_patch_ms(model, options: dict, text_tokens: int, timesteps: int, cfg: float, repeats: int) -> float:
     """Admission to first patch at one stream: submit, then the step that prefills and decodes."""
-    engine = Engine(model, max_slots=1, max_context=1024, device="cuda", window_patches=1,
+    engine = Engine(model, max_slots=1, max_context=min(1024, model.config.max_length),
+                    device=model.stop_proj.weight.device, window_patches=1,
                     cuda_graphs=options["cuda_graphs"], custom_ops=options["custom_ops"],
                     compile_layers=options["compile_layers_"])
     times = []
     for i in range(repeats + 1):  # the first run warms the prefill shapes up
         req = request(model.config, f"p{i}", text_tokens, timesteps, cfg, i)
-        torch.cuda.synchronize()
+        synchronize()
         start = time.perf_counter()
         engine.submit(req)
         outputs = engine.step()
@@ -191,17 +201,21 @@ def main() -> int:
     parser.add_argument("--profile-batches", default="1,64")
     parser.add_argument("--profile-steps", type=int, default=3)
     parser.add_argument("--budget-s", type=float, default=330.0, help="skip what would start after this")
+    parser.add_argument("--cpu-dry-run", action="store_true",
+                        help="tiny model on the CPU (no graphs): checks the script, measures nothing useful")
     args = parser.parse_args()
-    if not torch.cuda.is_available():
-        print("profile_step: needs a CUDA GPU")
+    if not (torch.cuda.is_available() or args.cpu_dry_run):
+        print("profile_step: needs a CUDA GPU (or --cpu-dry-run)")
         return 2
+    device = torch.device("cpu" if args.cpu_dry_run else "cuda")
     args.out.mkdir(parents=True, exist_ok=True)
     began = time.perf_counter()
     batches = [int(b) for b in args.batches.split(",")]
     profile_batches = {int(b) for b in args.profile_batches.split(",") if b}
     modes = [m for m in args.modes.split(",") if m]
-    print(f"device {torch.cuda.get_device_name()}, torch {torch.__version__}, kernels: {library_status()}", flush=True)
-    model = full_model()
+    device_name = torch.cuda.get_device_name() if device.type == "cuda" else "cpu"
+    print(f"device {device_name}, torch {torch.__version__}, kernels: {library_status()}", flush=True)
+    model = random_model("tiny" if args.cpu_dry_run else "full", device)
     print(f"model built: {sum(p.numel() for p in model.parameters()) / 1e9:.2f} B params "
           f"({time.perf_counter() - began:.1f} s)", flush=True)
 
@@ -230,7 +244,8 @@ def main() -> int:
                 entry["error"] = f"{type(exc).__name__}: {exc}"
             runner = streams = None
             gc.collect()  # the runner and its graphs reference each other
-            torch.cuda.empty_cache()
+            if device.type == "cuda":
+                torch.cuda.empty_cache()
             results.append(entry)
             print(json.dumps(entry), flush=True)
         if mode in ("graph_ops", "graph_ops_compile") and time.perf_counter() - began <= args.budget_s:
@@ -242,7 +257,7 @@ def main() -> int:
 
     (args.out / "profile_ops.txt").write_text("\n".join(profiles))
     table = markdown(results, first_patch)
-    summary = {"device": torch.cuda.get_device_name(), "torch": torch.__version__, "kernels": library_status(),
+    summary = {"device": device_name, "torch": torch.__version__, "kernels": library_status(),
                "context": args.context, "timesteps": args.timesteps, "cfg": args.cfg, "results": results,
                "first_patch_ms": first_patch, "wall_s": time.perf_counter() - began}
     (args.out / "profile_step.json").write_text(json.dumps(summary, indent=1))

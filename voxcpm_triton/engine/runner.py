@@ -84,7 +84,7 @@ class ModelRunner:
         self.noise = NoiseRing(max_slots, *self.patch_shape, block_from_env(), self.device, self.dtype)
         width = self.patch_shape[0] * self.patch_shape[1] + 1
         capacity = max(max_slots, 1)
-        self._host_index = torch.zeros(2, capacity, dtype=torch.int64, pin_memory=on_cuda)
+        self._host_index = torch.zeros(2 * capacity, dtype=torch.int64, pin_memory=on_cuda)
         self._host_out = torch.zeros(max(capacity, 256), width, dtype=torch.float32, pin_memory=on_cuda)
         if on_cuda and (graphs_requested() if cuda_graphs is None else cuda_graphs):
             self.graphs = StepGraphs(self._fixed_advance, self.device, max_slots, self.scratch_slot)
@@ -208,9 +208,9 @@ class ModelRunner:
         # Eager runs pad to the same bucket, so graphed and eager steps run identical shapes.
         size = graph.batch if graph is not None else next((b for b in self.buckets if b >= batch), batch)
         pinned = self.device.type == "cuda"
-        if size > self._host_index.shape[1]:
-            self._host_index = torch.zeros(2, size, dtype=torch.int64, pin_memory=pinned)
-        host_index = self._host_index[:, :size]
+        if 2 * size > self._host_index.numel():
+            self._host_index = torch.zeros(2 * size, dtype=torch.int64, pin_memory=pinned)
+        host_index = self._host_index[:2 * size].view(2, size)  # contiguous: one pinned async copy
         host_index[0].fill_(self.scratch_slot)
         host_index[1].zero_()
         host_index[0, :batch] = torch.tensor([s.slot for s in streams])

@@ -53,13 +53,17 @@ def enable_custom_ops(model: torch.nn.Module, enabled: bool) -> None:
 
 
 def compile_layers(model: torch.nn.Module) -> None:
-    """torch.compile each decoder layer's entry points (one compiled graph per shape, shared by
-    layers of one stack); the runner's CUDA graph then captures the compiled kernels."""
+    """torch.compile each decoder layer's whole-sequence forward (LocEnc, LocDiT, prefill) and the
+    MLP + residual/norm tail of its decode (one compiled graph per shape; the runner's CUDA graph
+    captures the compiled kernels). Decode attention stays outside: its ops write the KV cache in
+    place, which inductor could turn into copies of whole cache layers. Shapes are static, so each
+    prefill length compiles anew: a measuring mode, not a serving one."""
     torch._dynamo.config.cache_size_limit = max(torch._dynamo.config.cache_size_limit, 256)
     torch._dynamo.config.accumulated_cache_size_limit = max(
         torch._dynamo.config.accumulated_cache_size_limit, 4096)
     for module in model.modules():
         if isinstance(module, DecoderLayer) and not getattr(module, "compiled", False):
-            for name in ("forward", "decode", "fused_forward", "fused_decode"):
+            for name in ("forward", "fused_forward", "_fused_tail"):
                 setattr(module, name, torch.compile(getattr(module, name), dynamic=False))
+            module.mlp.forward = torch.compile(module.mlp.forward, dynamic=False)
             module.compiled = True
