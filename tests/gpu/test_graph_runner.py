@@ -80,13 +80,15 @@ def test_graphed_equals_eager(custom_ops):
 
 
 def test_custom_ops_close_to_plain_layers():
-    """bf16: the fused ops round differently from the plain layers (fp32 CFG-Euler, fused adds)."""
+    """bf16: the fused ops round differently from the plain layers (fp32 CFG-Euler, fused adds).
+    Only the first patch is compared: later ones go through FSQ, where a rounding difference can
+    flip a quantisation level and change the trajectory legitimately."""
     model = slim_voxcpm2(torch.bfloat16)
     fused = run_to_completion(engine(model, 4, custom_ops=True), requests(model, 3))
     plain = run_to_completion(engine(model, 4, custom_ops=False), requests(model, 3))
     for rid, patches in plain.items():
-        scale = 1.0 + np.abs(patches).max()
-        diff = np.abs(fused[rid] - patches).max()
+        scale = 1.0 + np.abs(patches[0]).max()
+        diff = np.abs(fused[rid][0] - patches[0]).max()
         print(f"{rid} custom ops vs plain max |diff| {diff:.3g} (scale {scale:.3g})")
         assert diff <= 0.1 * scale
 
