@@ -60,7 +60,11 @@ def test_custom_ops_keep_state_dict():
     model = tiny_model("voxcpm2")
     before = {k: v.clone() for k, v in model.state_dict().items()}
     enable_custom_ops(model, True)
+    enable_custom_ops(model, False)
+    enable_custom_ops(model, True)
     try:
+        attention = model.base_lm.layers[0].self_attn
+        assert attention.qkv_weight.data_ptr() == attention.q_proj.weight.data_ptr()
         after = model.state_dict()
         assert after.keys() == before.keys()
         assert all(torch.equal(before[k], after[k]) for k in before)

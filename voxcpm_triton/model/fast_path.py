@@ -1,8 +1,9 @@
 """Switches a VoxCPMModel between its reference-faithful PyTorch layers and the custom CUDA ops.
 
 `enable_custom_ops(model, True)` (on the model's final device and dtype) fuses each MLP's gate and
-up weights into one [2 * inter, hidden] tensor whose halves the official parameters then view
-(state_dict keys and values unchanged, no extra memory), and makes the stacks use add_rmsnorm /
+up weights into one [2 * inter, hidden] tensor and each attention's q/k/v weights into one, whose
+parts the official parameters then view (state_dict keys and values unchanged, no extra memory:
+one GEMM instead of two or three), and makes the stacks use add_rmsnorm /
 rmsnorm, the swiglu, fsq and cfg_euler_step ops. `compile_layers` puts each decoder layer's
 forward under torch.compile (inductor). Environment: VOXCPM_CUSTOM_OPS=0 and VOXCPM_COMPILE=1.
 """
@@ -15,7 +16,7 @@ import torch
 
 from voxcpm_triton.model.flow_matching import FlowMatching
 from voxcpm_triton.model.fsq import ScalarQuantization
-from voxcpm_triton.model.minicpm import MLP, DecoderLayer, MiniCPMModel
+from voxcpm_triton.model.minicpm import MLP, Attention, DecoderLayer, MiniCPMModel
 
 
 def custom_ops_requested() -> bool:
@@ -26,15 +27,21 @@ def compile_requested() -> bool:
     return os.environ.get("VOXCPM_COMPILE", "0") == "1"
 
 
-def fuse_gate_up(mlp: MLP) -> None:
-    """One [gate; up] weight; gate_proj.weight and up_proj.weight become views of its halves."""
-    if mlp.gate_up_weight is not None:
-        return
-    inter = mlp.gate_proj.weight.shape[0]
-    fused = torch.cat((mlp.gate_proj.weight.detach(), mlp.up_proj.weight.detach()), dim=0).contiguous()
-    mlp.gate_proj.weight.data = fused[:inter]
-    mlp.up_proj.weight.data = fused[inter:]
-    mlp.gate_up_weight = fused
+def fuse_weights(owner: torch.nn.Module, linears: list[torch.nn.Linear]) -> torch.Tensor:
+    """One weight stacking the layers' weights along the output dimension; each layer's weight
+    becomes a view of its rows (so state_dict and memory are unchanged). Kept on `owner`, so
+    enabling again after disabling reuses it."""
+    fused = getattr(owner, "_fused_weight", None)
+    if fused is not None and linears[0].weight.data_ptr() == fused.data_ptr():
+        return fused
+    fused = torch.cat([linear.weight.detach() for linear in linears], dim=0).contiguous()
+    start = 0
+    for linear in linears:
+        rows = linear.weight.shape[0]
+        linear.weight.data = fused[start:start + rows]
+        start += rows
+    owner._fused_weight = fused
+    return fused
 
 
 def enable_custom_ops(model: torch.nn.Module, enabled: bool) -> None:
@@ -43,11 +50,10 @@ def enable_custom_ops(model: torch.nn.Module, enabled: bool) -> None:
     for module in model.modules():
         if isinstance(module, MiniCPMModel):
             module.fused_norms = enabled
-        elif isinstance(module, MLP):
-            if enabled:
-                fuse_gate_up(module)
-            else:
-                module.gate_up_weight = None  # the views stay valid parameters
+        elif isinstance(module, MLP):  # disabling keeps the views: they are valid parameters
+            module.gate_up_weight = fuse_weights(module, [module.gate_proj, module.up_proj]) if enabled else None
+        elif isinstance(module, Attention):
+            module.qkv_weight = fuse_weights(module, [module.q_proj, module.k_proj, module.v_proj]) if enabled else None
         elif isinstance(module, (ScalarQuantization, FlowMatching)):
             module.use_op = enabled
 

@@ -81,15 +81,28 @@ class FlowMatching(nn.Module):
         cond_in = torch.cat((cond, cond), dim=0)
         guidance = cfg_value.to(mu.dtype).view(batch, 1, 1)
         if self.use_op:
-            x = noise.contiguous().clone()  # updated in place by cfg_euler_step
-            guidance = cfg_value.float().contiguous()
-            step_sizes = steps.float()[:, None].expand(n_timesteps, batch).contiguous()
+            return self._sample_fused(noise, mu_in, cond_in, times, steps, cfg_value)
         for step in range(zero_init_steps(n_timesteps), n_timesteps):
             t_in = times[step].expand(2 * batch)
             dt_in = steps[step].expand(2 * batch) if self.mean_mode else torch.zeros_like(t_in)
             velocity = self.estimator(torch.cat((x, x), dim=0), mu_in, t_in, cond_in, dt_in)
-            if self.use_op:
-                ops.cfg_euler_step(x, velocity[:batch], velocity[batch:], guidance, step_sizes[step])
-            else:
-                x = x - steps[step] * cfg_zero_star(velocity[:batch], velocity[batch:], guidance)
+            x = x - steps[step] * cfg_zero_star(velocity[:batch], velocity[batch:], guidance)
+        return x
+
+    def _sample_fused(self, noise: torch.Tensor, mu_in: torch.Tensor, cond_in: torch.Tensor, times: torch.Tensor,
+                      steps: torch.Tensor, cfg_value: torch.Tensor) -> torch.Tensor:
+        """sample() on the cfg_euler_step op, with what does not change over the Euler steps (the
+        projected condition, every step's time token) computed once."""
+        n_timesteps, batch = times.shape[0], noise.shape[0]
+        x = noise.contiguous().clone()  # updated in place by cfg_euler_step
+        guidance = cfg_value.float().contiguous()
+        step_sizes = steps.float()[:, None].expand(n_timesteps, batch).contiguous()
+        first = zero_init_steps(n_timesteps)
+        dts = steps[first:] if self.mean_mode else torch.zeros_like(times[first:])
+        time_tokens = self.estimator.time_token(times[first:], dts, mu_in.dtype)
+        cond_embed = self.estimator.cond_proj(cond_in)
+        for row, step in enumerate(range(first, n_timesteps)):
+            time = time_tokens[row].expand(2 * batch, -1)
+            velocity = self.estimator.forward_parts(torch.cat((x, x), dim=0), mu_in, time, cond_embed)
+            ops.cfg_euler_step(x, velocity[:batch], velocity[batch:], guidance, step_sizes[step])
         return x

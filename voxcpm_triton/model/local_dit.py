@@ -60,9 +60,13 @@ class LocalDiT(nn.Module):
     def forward(self, x: torch.Tensor, mu: torch.Tensor, t: torch.Tensor, cond: torch.Tensor,
                 dt: torch.Tensor) -> torch.Tensor:
         """x [N, P, D] noisy patch, mu [N, mu_width], t/dt [N], cond [N, Pc, D] -> velocity [N, P, D]."""
+        return self.forward_parts(x, mu, self.time_token(t, dt, mu.dtype), self.cond_proj(cond))
+
+    def forward_parts(self, x: torch.Tensor, mu: torch.Tensor, time: torch.Tensor,
+                      cond: torch.Tensor) -> torch.Tensor:
+        """forward() with the time token [N, hidden] and the projected condition [N, Pc, hidden]
+        given: the Euler loop computes them once instead of once per step."""
         x = self.in_proj(x)
-        cond = self.cond_proj(cond)
-        time = self.time_token(t, dt, x.dtype)
         if self.version == 1:
             prefix = (mu + time).unsqueeze(1)
         else:

@@ -105,13 +105,23 @@ class Attention(nn.Module):
         self.k_proj = nn.Linear(config.hidden_size, self.num_kv_heads * self.head_dim, bias=False)
         self.v_proj = nn.Linear(config.hidden_size, self.num_kv_heads * self.head_dim, bias=False)
         self.o_proj = nn.Linear(self.num_heads * self.head_dim, config.hidden_size, bias=False)
+        # [q; k; v] weight whose parts the three projections view (fast_path.fuse_projections).
+        self.qkv_weight: torch.Tensor | None = None
+
+    def _qkv(self, x: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
+        """Projections [..., H * d] each; one GEMM when the weights are fused."""
+        if self.qkv_weight is None:
+            return self.q_proj(x), self.k_proj(x), self.v_proj(x)
+        kv_width = self.num_kv_heads * self.head_dim
+        return F.linear(x, self.qkv_weight).split((self.num_heads * self.head_dim, kv_width, kv_width), dim=-1)
 
     def _project(self, x: torch.Tensor, rope: tuple[torch.Tensor, torch.Tensor] | None):
         """x [..., T, hidden] -> q [..., Hq, T, d], k/v [..., Hkv, T, d] with RoPE applied."""
         *lead, length, _ = x.shape
-        q = self.q_proj(x).view(*lead, length, self.num_heads, self.head_dim).transpose(-3, -2)
-        k = self.k_proj(x).view(*lead, length, self.num_kv_heads, self.head_dim).transpose(-3, -2)
-        v = self.v_proj(x).view(*lead, length, self.num_kv_heads, self.head_dim).transpose(-3, -2)
+        q, k, v = self._qkv(x)
+        q = q.reshape(*lead, length, self.num_heads, self.head_dim).transpose(-3, -2)
+        k = k.reshape(*lead, length, self.num_kv_heads, self.head_dim).transpose(-3, -2)
+        v = v.reshape(*lead, length, self.num_kv_heads, self.head_dim).transpose(-3, -2)
         if rope is not None:
             cos, sin = rope
             q, k = apply_rope(q, cos, sin), apply_rope(k, cos, sin)
@@ -154,9 +164,10 @@ class Attention(nn.Module):
         """Graph-friendly decode: rope_tables are the float32 [positions, d] tables (or None)."""
         batch = x.shape[0]
         slot_ids, positions, lengths = index
-        q = self.q_proj(x).view(batch, self.num_heads, self.head_dim)
-        k = self.k_proj(x).view(batch, self.num_kv_heads, self.head_dim)
-        v = self.v_proj(x).view(batch, self.num_kv_heads, self.head_dim)
+        q, k, v = self._qkv(x)  # views into one [B, (Hq + 2 Hkv) d] output are fine for the op
+        q = q.view(batch, self.num_heads, self.head_dim)
+        k = k.view(batch, self.num_kv_heads, self.head_dim)
+        v = v.view(batch, self.num_kv_heads, self.head_dim)
         cos, sin = rope_tables if rope_tables is not None else (None, None)
         q = ops.rope_kv_write(q, k, v, k_cache, v_cache, positions, slot_ids, cos, sin)
         out = ops.decode_attention(q, k_cache, v_cache, slot_ids, lengths)
