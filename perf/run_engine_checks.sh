@@ -39,12 +39,20 @@ fi
 tail -2 "$OUT_DIR/build.log"
 
 stage "tests/gpu"
+# The engine tests first (their own time box), then the ops tests with what is left of TESTS_S.
+tests_limit="${TESTS_S:-170}"
+tests_started=$(date +%s)
 # shellcheck disable=SC2086
-timeout "${TESTS_S:-170}" "$PYTHON" -m pytest -q -m gpu -p no:cacheprovider -rs -s ${PYTEST_ARGS:-} \
-    tests/gpu/test_graph_runner.py tests/gpu/test_engine_gpu.py tests/gpu/test_ops_parity.py \
-    tests/gpu/test_ops_cuda_graph.py > "$OUT_DIR/pytest.log" 2>&1 || status=1
-grep -E "^(FAILED|ERROR)|max \|diff\||Timeout|Killed" "$OUT_DIR/pytest.log" | head -40
-tail -1 "$OUT_DIR/pytest.log"
+timeout $((tests_limit * 2 / 3)) "$PYTHON" -m pytest -q -m gpu -p no:cacheprovider -rs -s --durations=8 ${PYTEST_ARGS:-} \
+    tests/gpu/test_graph_runner.py tests/gpu/test_engine_gpu.py > "$OUT_DIR/pytest.log" 2>&1 || status=1
+left=$((tests_limit - ($(date +%s) - tests_started)))
+if [ "$left" -gt 10 ]; then
+    echo "---- ops tests (tests/gpu/test_ops_*.py)" >> "$OUT_DIR/pytest.log"
+    # shellcheck disable=SC2086
+    timeout "$left" "$PYTHON" -m pytest -q -m gpu -p no:cacheprovider -rs ${PYTEST_ARGS:-} \
+        tests/gpu/test_ops_parity.py tests/gpu/test_ops_cuda_graph.py >> "$OUT_DIR/pytest.log" 2>&1 || status=1
+fi
+grep -E "^(FAILED|ERROR)|max \|diff\||passed|failed" "$OUT_DIR/pytest.log" | head -60
 
 stage profile_step
 limit="${PROFILE_S:-260}"
