@@ -95,6 +95,19 @@ class DecodeSlots:
         return self._live
 
 
+@dataclass
+class RopeOp:
+    """Rotary embedding of whole sequences through the rope_kv_write op (custom-ops path): q and
+    k heads rotated in one kernel; slot ids are all -1, so nothing is written to the caches."""
+
+    positions: torch.Tensor  # int32 [B * T]
+    no_slot: torch.Tensor  # int32 [B * T], all -1
+    cos: torch.Tensor  # float32 [positions, d]
+    sin: torch.Tensor
+    no_k_cache: torch.Tensor  # [1, Hkv, 1, d] each (the op's two caches must not alias)
+    no_v_cache: torch.Tensor
+
+
 class Attention(nn.Module):
     def __init__(self, config: LMConfig):
         super().__init__()
@@ -127,12 +140,28 @@ class Attention(nn.Module):
             q, k = apply_rope(q, cos, sin), apply_rope(k, cos, sin)
         return q, k, v
 
+    def _project_rope_op(self, x: torch.Tensor, rope: RopeOp):
+        """_project with the fused q/k/v weight and the rope op (x [B, T, hidden])."""
+        batch, length, _ = x.shape
+        rotated_heads = self.num_heads + self.num_kv_heads
+        qkv = F.linear(x, self.qkv_weight).view(batch * length, rotated_heads + self.num_kv_heads, self.head_dim)
+        k, v = qkv[:, self.num_heads:rotated_heads], qkv[:, rotated_heads:]
+        rotated = ops.rope_kv_write(qkv[:, :rotated_heads], k, v, rope.no_k_cache, rope.no_v_cache, rope.positions,
+                                    rope.no_slot, rope.cos, rope.sin)
+        q = rotated[:, :self.num_heads].view(batch, length, self.num_heads, self.head_dim).transpose(1, 2)
+        k = rotated[:, self.num_heads:].view(batch, length, self.num_kv_heads, self.head_dim).transpose(1, 2)
+        v = v.reshape(batch, length, self.num_kv_heads, self.head_dim).transpose(1, 2)
+        return q, k, v
+
     def forward(
-        self, x: torch.Tensor, rope: tuple[torch.Tensor, torch.Tensor] | None, causal: bool
+        self, x: torch.Tensor, rope: tuple[torch.Tensor, torch.Tensor] | RopeOp | None, causal: bool
     ) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
         """x [B, T, hidden] -> (out [B, T, hidden], k, v [B, Hkv, T, d])."""
         batch, length, _ = x.shape
-        q, k, v = self._project(x, rope)
+        if isinstance(rope, RopeOp):
+            q, k, v = self._project_rope_op(x, rope)
+        else:
+            q, k, v = self._project(x, rope)
         out = F.scaled_dot_product_attention(q, k, v, is_causal=causal, enable_gqa=True)
         out = out.transpose(1, 2).reshape(batch, length, self.num_heads * self.head_dim)
         return self.o_proj(out), k, v
@@ -259,6 +288,8 @@ class MiniCPMModel(nn.Module):
             rope = self.rope(torch.arange(x.shape[1], device=x.device))
         kv = []
         if self.fused_norms:
+            if self.rope is not None and (ops.library.kernel_ready(x) or not x.is_cuda):
+                rope = self._rope_op(x.shape[0], x.shape[1], x)
             x = x.contiguous().clone()  # the residual stream is updated in place
             h = ops.rmsnorm(x, self.layers[0].input_layernorm.weight, self.layers[0].input_layernorm.eps)
             for layer, next_norm in zip(self.layers, self._next_norms()):
@@ -269,6 +300,15 @@ class MiniCPMModel(nn.Module):
             x, k, v = layer(x, rope, causal)
             kv.append((k, v))
         return self.norm(x), kv
+
+    def _rope_op(self, batch: int, length: int, like: torch.Tensor) -> RopeOp:
+        """Rotation of a [batch, length] sequence by the op (without the op library loaded, the
+        op's reference would index with a host-synchronising mask: CPU only then)."""
+        cos, sin = self.rope_tables()
+        positions = torch.arange(length, dtype=torch.int32, device=like.device).repeat(batch)
+        attention = self.layers[0].self_attn
+        shape = (1, attention.num_kv_heads, 1, attention.head_dim)
+        return RopeOp(positions, torch.full_like(positions, -1), cos, sin, like.new_zeros(shape), like.new_zeros(shape))
 
     def rope_tables(self) -> tuple[torch.Tensor, torch.Tensor] | None:
         """Float32 contiguous LongRoPE tables for rope_kv_write (cached: built before graph capture)."""
