@@ -70,3 +70,29 @@ def test_custom_ops_keep_state_dict():
         assert all(torch.equal(before[k], after[k]) for k in before)
     finally:
         enable_custom_ops(model, False)
+
+
+def test_buckets_cover_max_slots():
+    from voxcpm_triton.engine.cuda_graphs import BUCKETS, buckets_for
+
+    assert buckets_for(1) == (1,)
+    assert buckets_for(12) == (1, 2, 4, 8, 16)
+    assert buckets_for(64) == (1, 2, 4, 8, 16, 32, 64)
+    assert buckets_for(300) == BUCKETS
+
+
+def test_noise_ring_draws_a_block_per_stream():
+    """A stream's k-th patch is the k-th [D, P] draw of a block drawn in one call from its own
+    generator, whatever the step the block was drawn at."""
+    from voxcpm_triton.engine.noise import NoiseRing
+
+    ring = NoiseRing(max_slots=2, patch_size=4, feat_dim=8, block=3, device=torch.device("cpu"), dtype=torch.float32)
+    generator = torch.Generator().manual_seed(5)
+    expected = torch.randn((3, 8, 4), generator=torch.Generator().manual_seed(5))
+    seen = []
+    for produced in range(3):
+        ring.refill_if_due(1, produced, generator)
+        seen.append(ring.read(torch.tensor([1]), torch.tensor([ring.row(produced)]))[0])
+    assert all(torch.equal(seen[k], expected[k].T) for k in range(3))
+    ring.refill_if_due(1, 3, generator)  # the next block comes from the same generator
+    assert not torch.equal(ring.ring[1], expected)
