@@ -220,6 +220,18 @@ def main() -> int:
           f"({time.perf_counter() - began:.1f} s)", flush=True)
 
     results, profiles, first_patch = [], [], {}
+
+    def save() -> str:
+        """Written after every measurement, so a run cut short by its time box keeps what it got."""
+        (args.out / "profile_ops.txt").write_text("\n".join(profiles))
+        table = markdown(results, first_patch)
+        summary = {"device": device_name, "torch": torch.__version__, "kernels": library_status(),
+                   "context": args.context, "timesteps": args.timesteps, "cfg": args.cfg, "results": results,
+                   "first_patch_ms": first_patch, "wall_s": time.perf_counter() - began}
+        (args.out / "profile_step.json").write_text(json.dumps(summary, indent=1))
+        (args.out / "profile_step.md").write_text(table + "\n")
+        return table
+
     for mode in modes:
         options = MODES[mode]
         # Compiling is slow: the profiled sizes first, so the time budget keeps the ones that matter.
@@ -250,20 +262,16 @@ def main() -> int:
                 torch.cuda.empty_cache()
             results.append(entry)
             print(json.dumps(entry), flush=True)
+            save()
         if mode in ("graph_ops", "graph_ops_compile") and time.perf_counter() - began <= args.budget_s:
             try:
                 first_patch[mode] = first_patch_ms(model, options, 30, args.timesteps, args.cfg, repeats=5)
             except Exception as exc:
                 first_patch[mode] = f"error {type(exc).__name__}: {exc}"
             print(f"first patch {mode}: {first_patch[mode]}", flush=True)
+            save()
 
-    (args.out / "profile_ops.txt").write_text("\n".join(profiles))
-    table = markdown(results, first_patch)
-    summary = {"device": device_name, "torch": torch.__version__, "kernels": library_status(),
-               "context": args.context, "timesteps": args.timesteps, "cfg": args.cfg, "results": results,
-               "first_patch_ms": first_patch, "wall_s": time.perf_counter() - began}
-    (args.out / "profile_step.json").write_text(json.dumps(summary, indent=1))
-    (args.out / "profile_step.md").write_text(table + "\n")
+    table = save()
     print("\n".join(profiles)[-20000:])
     print(table)
     return 0
