@@ -9,6 +9,7 @@ run concurrently (one engine step at a time).
 from __future__ import annotations
 
 import os
+import warnings
 from dataclasses import dataclass
 from typing import Callable
 
@@ -55,6 +56,7 @@ class StepGraphs:
         self.scratch_slot = scratch_slot
         self._graphs: dict[tuple[int, int], StepGraph] = {}
         self._pool = None
+        self.failure: str | None = None  # set when a capture failed: the runner then stays eager
 
     def bucket_for(self, batch: int) -> int | None:
         return next((b for b in self.buckets if b >= batch), None)
@@ -63,11 +65,17 @@ class StepGraphs:
         """The graph for this batch size and timestep count (captured on first use); None when the
         batch is larger than every bucket."""
         bucket = self.bucket_for(batch)
-        if bucket is None:
+        if bucket is None or self.failure is not None:
             return None
         key = (bucket, timesteps)
         if key not in self._graphs:
-            self._graphs[key] = self._capture(bucket, timesteps)
+            try:
+                self._graphs[key] = self._capture(bucket, timesteps)
+            except Exception as exc:  # serve eagerly rather than not at all
+                self.failure = f"CUDA graph capture of bucket {bucket}, {timesteps} timesteps failed: {exc!r}"
+                warnings.warn(self.failure + "; decode steps run eagerly", RuntimeWarning, stacklevel=2)
+                torch.cuda.synchronize(self.device)
+                return None
         return self._graphs[key]
 
     def warm_up(self, timesteps: int) -> None:
