@@ -116,8 +116,10 @@ def time_steps(runner: ModelRunner, streams: list[Stream], warmup: int, iters: i
         step(runner, streams)
         times.append((time.perf_counter() - start) * 1e3)
     result = {"step_ms": statistics.median(times), "step_ms_min": min(times)}
-    if runner.graphs is not None:
-        graph = runner.graphs.get(len(streams), streams[0].request.timesteps)
+    graph = None if runner.graphs is None else runner.graphs.get(len(streams), streams[0].request.timesteps)
+    if runner.graphs is not None and graph is None:
+        result["graph_failure"] = runner.graphs.failure  # the step ran eagerly
+    if graph is not None:
         begin, end = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
         with torch.inference_mode():  # the graph's buffers are inference tensors
             graph.index[0].fill_(runner.scratch_slot)  # replays of padding rows: same work, no state change
@@ -178,7 +180,7 @@ def markdown(results: list[dict], first_patch: dict) -> str:
         if "error" in r:
             lines.append(f"| {r['mode']} | {r['batch']} | {r['error'][:60]} | | | |")
             continue
-        replay = f"{r['replay_ms']:.2f}" if "replay_ms" in r else "-"
+        replay = f"{r['replay_ms']:.2f}" if "replay_ms" in r else ("capture failed" if "graph_failure" in r else "-")
         lines.append(f"| {r['mode']} | {r['batch']} | {r['step_ms']:.2f} | {replay} | {r['rtf']:.4f} | "
                      f"{r['audio_s_per_s']:.0f} |")
     for mode, value in first_patch.items():
