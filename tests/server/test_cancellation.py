@@ -71,7 +71,8 @@ def test_cancel_through_the_ensemble_frees_the_slot_at_once(triton_server):
     assert first.size > 0 and triton_server.live_slots() == 1
     closed = time.monotonic()
     stream.close()  # the client library sends CANCEL_ID for this stream and waits for its end
-    assert time.monotonic() - closed < 5.0
+    # Quick only because ar_decoder's back-pressure keeps few windows queued at the vocoder.
+    assert time.monotonic() - closed < 2.0
     assert triton_server.wait_idle(timeout_s=2) == 0
     audio, _, _ = client.synthesize("Still here.", max_seconds=0.3, seed=5)
     assert audio.size > 0

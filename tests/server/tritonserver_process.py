@@ -70,16 +70,20 @@ def live_shm_names() -> set[str]:
 
 def clean_stale_shm() -> None:
     """Remove python-backend shared memory left by killed servers (no live process maps it), and
-    the ar_decoder cancel boards (voxcpm_triton.serving.cancel_board) of servers no longer running."""
+    the cancel boards and window counters (voxcpm_triton.serving.cancel_board, window_backlog) of
+    servers no longer running."""
     live = live_shm_names()
     for pattern in SHM_PATTERNS:
         for path in Path("/dev/shm").glob(pattern):
             if path.name not in live and path.is_file():
                 path.unlink(missing_ok=True)
-    for board in Path("/dev/shm").glob("voxcpm-cancel-*"):
-        pid = board.name.rsplit("-", 1)[1]
+    for path in [*Path("/dev/shm").glob("voxcpm-cancel-*"), *Path("/dev/shm").glob("voxcpm-backlog-*")]:
+        pid = path.name.split("-")[2].split(".")[0]
         if pid.isdigit() and not Path(f"/proc/{pid}").exists():
-            shutil.rmtree(board, ignore_errors=True)
+            if path.is_dir():
+                shutil.rmtree(path, ignore_errors=True)
+            else:
+                path.unlink(missing_ok=True)
 
 
 @dataclass

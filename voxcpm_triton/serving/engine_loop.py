@@ -32,7 +32,8 @@ class EngineLoop:
     sinks, taking them in turn, so with S streams each is asked every S / cancel_checks_per_step
     steps. `on_live_slots` is called when the engine's slot count changes. `cancel_source`, when
     given, is called once per step with the live stream ids and returns those to end (the
-    ar_decoder's view of cancellations posted by its other instances)."""
+    ar_decoder's view of cancellations posted by its other instances). `before_step`, when given,
+    is called with the number of live streams before each step and may block (back-pressure)."""
 
     def __init__(
         self,
@@ -40,6 +41,7 @@ class EngineLoop:
         on_live_slots: Callable[[int], None] = lambda count: None,
         cancel_checks_per_step: int = 8,
         cancel_source: Callable[[list[str]], list[str]] | None = None,
+        before_step: Callable[[int], None] | None = None,
     ) -> None:
         if cancel_checks_per_step < 1:
             raise ValueError(f"cancel_checks_per_step={cancel_checks_per_step}; must be >= 1")
@@ -47,6 +49,7 @@ class EngineLoop:
         self._on_live_slots = on_live_slots
         self._cancel_checks = cancel_checks_per_step
         self._cancel_source = cancel_source
+        self._before_step = before_step
         self._sinks: dict[str, StreamSink] = {}
         self._lock = threading.Lock()
         self._wake = threading.Condition(self._lock)
@@ -116,6 +119,8 @@ class EngineLoop:
                 if self._stopping:
                     return
             self._drop_cancelled()
+            if self._before_step is not None:
+                self._before_step(self.live_streams)
             try:
                 outputs = self._engine.step()
             except Exception as exc:  # a failed step must not leave streams hanging

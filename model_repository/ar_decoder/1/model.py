@@ -14,6 +14,7 @@ from voxcpm_triton.serving import inputs, model_settings
 from voxcpm_triton.serving.cancel_board import CancelBoard, board_folder
 from voxcpm_triton.serving.engine_loop import EngineLoop
 from voxcpm_triton.serving.request_tensors import WIRE_DTYPES, from_wire
+from voxcpm_triton.serving.window_backlog import BacklogGate, WindowCounter, counter_path
 from voxcpm_triton.serving.warm_up import warm_up_engine
 
 FINAL = pb_utils.TRITONSERVER_RESPONSE_COMPLETE_FINAL
@@ -22,8 +23,9 @@ FINAL = pb_utils.TRITONSERVER_RESPONSE_COMPLETE_FINAL
 class _ResponseSink:
     """One stream's response sender; a failed send (client gone) must not stop the engine loop."""
 
-    def __init__(self, sender):
+    def __init__(self, sender, counter):
         self.sender = sender
+        self.counter = counter  # windows sent, for the vocoder back-pressure
 
     def _send(self, response=None, flags=0):
         try:
@@ -36,6 +38,7 @@ class _ResponseSink:
 
     def send_window(self, window):
         self._send(pb_utils.InferenceResponse([pb_utils.Tensor("WINDOW", window[None])]))
+        self.counter.add(1)
 
     def finish(self):
         self._send(flags=FINAL)
@@ -82,7 +85,12 @@ class TritonPythonModel:
         # Shared by this server's ar_decoder instances: a CANCEL_ID may reach any of them. The stub's
         # parent process is tritonserver.
         self.board = CancelBoard(board_folder(os.getppid()))
-        self.loop = EngineLoop(engine, on_live_slots=self._report_slots, cancel_source=self._posted_cancels)
+        self.window_counter = WindowCounter(counter_path(os.getppid()), "sent")
+        windows_ahead = model_settings.int_parameter(parameters, "windows_ahead", 2, 0, 1 << 20)
+        gate = BacklogGate(self.window_counter, windows_ahead).wait if windows_ahead else None
+        self.loop = EngineLoop(
+            engine, on_live_slots=self._report_slots, cancel_source=self._posted_cancels, before_step=gate
+        )
         self.loop.start()
         pb_utils.Logger.log_info(f"ar_decoder: checkpoint {folder} on {device} ({dtype}), window {window_patches}")
 
@@ -93,7 +101,7 @@ class TritonPythonModel:
 
     def execute(self, requests):
         for request in requests:
-            sink = _ResponseSink(request.get_response_sender())
+            sink = _ResponseSink(request.get_response_sender(), self.window_counter)
             cancel_id = pb_utils.get_input_tensor_by_name(request, "CANCEL_ID")
             if cancel_id is not None:
                 self._cancel(cancel_id.as_numpy(), sink)
@@ -139,6 +147,7 @@ class TritonPythonModel:
 
     def finalize(self):
         self.loop.stop()
+        self.window_counter.close()
         try:
             self.board.folder.rmdir()  # the last instance to stop removes the (then empty) board
         except OSError:

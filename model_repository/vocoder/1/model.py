@@ -1,6 +1,7 @@
 """Triton adapter for voxcpm_triton.audio.vocoder.WindowedVocoder: one decode call per dynamic batch."""
 
 import json
+import os
 
 import numpy as np
 import triton_python_backend_utils as pb_utils
@@ -9,6 +10,7 @@ from voxcpm_triton.audio.vocoder import WindowedVocoder
 from voxcpm_triton.checkpoint.loader import load_checkpoint
 from voxcpm_triton.serving import model_settings
 from voxcpm_triton.serving.warm_up import warm_up_vocoder
+from voxcpm_triton.serving.window_backlog import WindowCounter, counter_path
 
 
 class TritonPythonModel:
@@ -21,12 +23,20 @@ class TritonPythonModel:
         loaded = load_checkpoint(folder, device="cpu", with_model=False)
         self.vocoder = WindowedVocoder(loaded.audio_vae.to(device), loaded.config.patch_size)
         warm_up_vocoder(self.vocoder)
+        # Windows decoded, read by ar_decoder's back-pressure (the stub's parent is tritonserver).
+        self.window_counter = WindowCounter(counter_path(os.getppid()), "decoded")
         self.sample_rate = np.array([[self.vocoder.sample_rate]], dtype=np.int32)
         pb_utils.Logger.log_info(
             f"vocoder: checkpoint {folder} on {device}, window {self.vocoder.window_patches} patches"
         )
 
     def execute(self, requests):
+        try:
+            return self._decode(requests)
+        finally:
+            self.window_counter.add(len(requests))
+
+    def _decode(self, requests):
         windows = []
         for request in requests:
             window = pb_utils.get_input_tensor_by_name(request, "WINDOW").as_numpy()
@@ -37,6 +47,9 @@ class TritonPythonModel:
             # Some window is malformed: decode one by one so each request gets its own answer.
             return [self._decode_one(window) for window in windows]
         return [self._response(chunk) for chunk in chunks]
+
+    def finalize(self):
+        self.window_counter.close()
 
     def _decode_one(self, window):
         try:

@@ -1,0 +1,51 @@
+"""voxcpm_triton.serving.window_backlog: windows sent minus windows decoded across processes'
+counter slots, and a gate that waits for the vocoder but never stalls on windows that were lost."""
+
+import threading
+import time
+
+import pytest
+
+from voxcpm_triton.serving.window_backlog import BacklogGate, WindowCounter
+
+
+def test_backlog_sums_every_writer(tmp_path):
+    path = tmp_path / "backlog"
+    decoders = [WindowCounter(path, "sent"), WindowCounter(path, "sent")]
+    vocoder = WindowCounter(path, "decoded")
+    decoders[0].add(3)
+    decoders[1].add(4)
+    vocoder.add(5)
+    assert vocoder.backlog() == decoders[0].backlog() == 2
+    for counter in (*decoders, vocoder):
+        counter.close()
+    assert list(tmp_path.iterdir()) == []
+
+
+def test_gate_waits_for_the_vocoder(tmp_path):
+    sent, decoded = WindowCounter(tmp_path / "b", "sent"), WindowCounter(tmp_path / "b", "decoded")
+    gate = BacklogGate(sent, windows_ahead=2, max_wait_s=10.0)
+    sent.add(6)  # 3 streams x 2 allowed: no wait
+    started = time.monotonic()
+    gate.wait(live_streams=3)
+    assert time.monotonic() - started < 0.1
+    sent.add(3)
+    threading.Timer(0.2, decoded.add, args=(3,)).start()
+    started = time.monotonic()
+    gate.wait(live_streams=3)
+    assert 0.15 < time.monotonic() - started < 5.0
+
+
+def test_gate_takes_lost_windows_as_its_new_zero(tmp_path):
+    sent = WindowCounter(tmp_path / "b", "sent")
+    gate = BacklogGate(sent, windows_ahead=1, max_wait_s=0.05)
+    sent.add(10)  # never decoded (e.g. sent to ar_decoder directly)
+    gate.wait(live_streams=1)  # waits max_wait_s once ...
+    started = time.monotonic()
+    gate.wait(live_streams=1)  # ... then no more
+    assert time.monotonic() - started < 0.04
+
+
+def test_unknown_role_is_refused(tmp_path):
+    with pytest.raises(ValueError, match="role='both'"):
+        WindowCounter(tmp_path / "b", "both")

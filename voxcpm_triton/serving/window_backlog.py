@@ -1,0 +1,103 @@
+"""Back-pressure between ar_decoder and vocoder for a Triton without
+ensemble_scheduling.max_inflight_requests (2.51 has none).
+
+The decoder can produce windows faster than the vocoder decodes them (on CPU the windowed decode is
+several times dearer than a step); left alone the vocoder's queue, and with it every stream's
+latency, grows without bound. Each ar_decoder instance counts the windows it sends and each vocoder
+instance the windows it decodes, in one small shared-memory file per tritonserver; a decoder waits
+before its next step while more windows are in flight than it allows.
+
+Every counter slot has a single writer (the process that claimed it), so no cross-process lock is
+needed; readers sum the slots. Windows that never reach the vocoder (requests sent to ar_decoder
+directly, vocoder steps Triton cancelled) make the sum drift upwards; a decoder that has waited
+`max_wait_s` takes the current backlog as its new zero, so drift costs a pause, never a stall."""
+
+from __future__ import annotations
+
+import mmap
+import os
+import struct
+import time
+from pathlib import Path
+
+SLOTS = 64  # writers per role (instances of one model in one server)
+ROLES = ("sent", "decoded")
+
+
+def counter_path(server_pid: int) -> Path:
+    return Path("/dev/shm") / f"voxcpm-backlog-{server_pid}"
+
+
+class WindowCounter:
+    """This process's slot in the server's counter file, for `role` 'sent' or 'decoded'."""
+
+    def __init__(self, path: Path, role: str) -> None:
+        if role not in ROLES:
+            raise ValueError(f"role={role!r}; allowed {ROLES}")
+        size = len(ROLES) * SLOTS * 8
+        descriptor = os.open(path, os.O_RDWR | os.O_CREAT, 0o600)
+        try:
+            if os.fstat(descriptor).st_size < size:
+                os.ftruncate(descriptor, size)  # zero-filled; racing creators truncate to the same size
+            self._map = mmap.mmap(descriptor, size)
+        finally:
+            os.close(descriptor)
+        self._claim = None
+        for index in range(SLOTS):
+            claim = path.with_name(f"{path.name}.{role}{index}")
+            try:
+                os.close(os.open(claim, os.O_CREAT | os.O_EXCL, 0o600))
+            except FileExistsError:
+                continue
+            self._claim = claim
+            self._offset = (ROLES.index(role) * SLOTS + index) * 8
+            break
+        if self._claim is None:
+            raise RuntimeError(f"all {SLOTS} '{role}' slots of {path} are taken")
+        self._path = path
+        self._value = struct.unpack_from("<q", self._map, self._offset)[0]
+
+    def add(self, count: int) -> None:
+        self._value += count
+        struct.pack_into("<q", self._map, self._offset, self._value)
+
+    def backlog(self) -> int:
+        """Windows sent by all decoders minus windows decoded by all vocoders."""
+        values = struct.unpack_from(f"<{len(ROLES) * SLOTS}q", self._map, 0)
+        return sum(values[:SLOTS]) - sum(values[SLOTS:])
+
+    def close(self) -> None:
+        self._map.close()
+        self._claim.unlink(missing_ok=True)
+        if not any(self._path.parent.glob(f"{self._path.name}.*")):
+            self._path.unlink(missing_ok=True)
+
+
+class BacklogGate:
+    """wait(live_streams) returns once at most `windows_ahead` windows per live stream are in
+    flight between the decoders and the vocoders (or after `max_wait_s`, see the module doc)."""
+
+    def __init__(self, counter: WindowCounter, windows_ahead: int, max_wait_s: float = 0.25,
+                 poll_s: float = 0.0005) -> None:
+        if windows_ahead < 1:
+            raise ValueError(f"windows_ahead={windows_ahead}; must be >= 1")
+        self.counter = counter
+        self.windows_ahead = windows_ahead
+        self.max_wait_s = max_wait_s
+        self.poll_s = poll_s
+        self._zero = 0  # backlog taken as lost (never to be decoded)
+
+    def wait(self, live_streams: int) -> None:
+        allowed = self.windows_ahead * max(live_streams, 1)
+        raw = self.counter.backlog()
+        self._zero = min(self._zero, raw)  # windows taken as lost were decoded after all
+        backlog = raw - self._zero
+        if backlog <= allowed:
+            return
+        deadline = time.monotonic() + self.max_wait_s
+        while backlog > allowed:
+            if time.monotonic() > deadline:
+                self._zero += backlog
+                return
+            time.sleep(self.poll_s)
+            backlog = self.counter.backlog() - self._zero
