@@ -79,7 +79,7 @@ class TritonPythonModel:
             kind=pb_utils.MetricFamily.GAUGE,
         )
         self.slot_gauge = family.Metric(labels={"model": args["model_name"], "instance": args["model_instance_name"]})
-        self.slot_family = family
+        self.slot_family = family  # kept: a dropped family unregisters its metrics
         self.slot_gauge.set(0)
         self.ids = itertools.count()
         # Shared by this server's ar_decoder instances: a CANCEL_ID may reach any of them. The stub's
