@@ -35,6 +35,20 @@ def buckets_for(max_slots: int) -> tuple[int, ...]:
     return tuple(chosen)
 
 
+def capture(fn: Callable[..., object], inputs: tuple, device: torch.device, pool) -> tuple[torch.cuda.CUDAGraph, object]:
+    """Warm `fn(*inputs)` up on a side stream, then capture it; returns (graph, fn's output)."""
+    side = torch.cuda.Stream(device)
+    side.wait_stream(torch.cuda.current_stream(device))
+    with torch.cuda.stream(side):
+        for _ in range(WARM_UP_RUNS):
+            fn(*inputs)
+    torch.cuda.current_stream(device).wait_stream(side)
+    graph = torch.cuda.CUDAGraph()
+    with torch.cuda.graph(graph, pool=pool):
+        out = fn(*inputs)
+    return graph, out
+
+
 @dataclass
 class StepGraph:
     batch: int
@@ -90,15 +104,6 @@ class StepGraphs:
     def _capture(self, bucket: int, timesteps: int) -> StepGraph:
         index = torch.zeros(2, bucket, dtype=torch.int64, device=self.device)
         index[0] = self.scratch_slot  # every row is padding while warming up and capturing
-        groups = [(timesteps, None)]
-        side = torch.cuda.Stream(self.device)
-        side.wait_stream(torch.cuda.current_stream(self.device))
-        with torch.cuda.stream(side):
-            for _ in range(WARM_UP_RUNS):
-                self.step(index, groups)
-        torch.cuda.current_stream(self.device).wait_stream(side)
-        graph = torch.cuda.CUDAGraph()
-        with torch.cuda.graph(graph, pool=self._pool):
-            out = self.step(index, groups)
+        graph, out = capture(self.step, (index, [(timesteps, None)]), self.device, self._pool)
         self._pool = graph.pool()
         return StepGraph(bucket, timesteps, index, out, graph)

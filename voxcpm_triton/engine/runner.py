@@ -10,7 +10,8 @@ longest live prefix. On CUDA the fixed-shape one (`_fixed_advance`): a batch pad
 (padding rows use the scratch slot, the last of every per-slot tensor), attention through the
 rope_kv_write / decode_attention ops over per-slot lengths, noise read from a per-slot ring; its
 shapes depend only on the bucket, so it is captured once per (bucket, timesteps) as a CUDA graph
-(cuda_graphs.py) and replayed. VOXCPM_CUDA_GRAPHS=0 runs the same step eagerly.
+(cuda_graphs.py) and replayed; small admissions replay a prefill graph per (rows, padded
+length) the same way (prefill_graphs.py). VOXCPM_CUDA_GRAPHS=0 runs both eagerly.
 """
 
 from __future__ import annotations
@@ -22,6 +23,7 @@ import torch
 
 from voxcpm_triton.engine.cuda_graphs import StepGraphs, buckets_for, graphs_requested
 from voxcpm_triton.engine.noise import NoiseRing, block_from_env
+from voxcpm_triton.engine.prefill_graphs import PrefillGraphs, length_bucket
 from voxcpm_triton.engine.scheduler import Stream
 from voxcpm_triton.engine.slots import KVCache
 from voxcpm_triton.model.fast_path import compile_layers, compile_requested, custom_ops_requested, enable_custom_ops
@@ -86,10 +88,14 @@ class ModelRunner:
         capacity = max(max_slots, 1)
         self._host_index = torch.zeros(2 * capacity, dtype=torch.int64, pin_memory=on_cuda)
         self._host_out = torch.zeros(max(capacity, 256), width, dtype=torch.float32, pin_memory=on_cuda)
+        self.prefill_graphs: PrefillGraphs | None = None
         if on_cuda and (graphs_requested() if cuda_graphs is None else cuda_graphs):
+            self.prefill_graphs = PrefillGraphs(self._prefill_advance, self.device, self._prefill_inputs,
+                                                self.scratch_slot)
             self.graphs = StepGraphs(self._fixed_advance, self.device, max_slots, self.scratch_slot)
             if warm_up_graphs:
                 self.graphs.warm_up(DEFAULT_TIMESTEPS)
+                self.prefill_graphs.warm_up(self.max_context)
 
     def _upload(self, values: torch.Tensor | list) -> torch.Tensor:
         """Host data -> device. Callers upload before queueing any kernel of the step: a pageable
@@ -100,6 +106,9 @@ class ModelRunner:
     def prefill(self, streams: list[Stream]) -> None:
         """Run the prompts of newly admitted streams (right-padded into one batch) and fill their slots."""
         if not streams:
+            return
+        if self.fixed_shape:
+            self._prefill_fixed(streams)
             return
         lengths = [s.request.prompt_length for s in streams]
         longest = max(lengths)
@@ -132,6 +141,60 @@ class ModelRunner:
         self.prev_patch[slots] = feats[rows, last]
         self.positions[slots] = last + 1
         self.cfg_value[slots] = cfg_value
+
+    def _prefill_inputs(self, rows: int, length: int, streams: list[Stream] = ()) -> tuple[torch.Tensor, ...]:
+        """Host tensors of a padded admission: tokens, feats (model dtype), text_mask, audio_mask
+        [rows, length(, P, D)], each row's last prompt position, slot (padding: scratch) and cfg."""
+        tokens = torch.zeros(rows, length, dtype=torch.int64)
+        feats = torch.zeros(rows, length, *self.patch_shape, dtype=self.dtype)
+        text_mask = torch.zeros(rows, length, dtype=torch.int32)
+        audio_mask = torch.zeros(rows, length, dtype=torch.int32)
+        last = torch.zeros(rows, dtype=torch.int64)
+        slots = torch.full((rows,), self.scratch_slot, dtype=torch.int64)
+        cfg_value = torch.zeros(rows, dtype=torch.float32)
+        for row, stream in enumerate(streams):
+            request = stream.request
+            size = request.prompt_length
+            tokens[row, :size] = request.tokens
+            feats[row, :size] = request.feats.to(self.dtype)
+            text_mask[row, :size] = request.text_mask
+            audio_mask[row, :size] = request.audio_mask
+            last[row], slots[row], cfg_value[row] = size - 1, stream.slot, float(request.cfg_value)
+        return tokens, feats, text_mask, audio_mask, last, slots, cfg_value
+
+    def _prefill_fixed(self, streams: list[Stream]) -> None:
+        """Prefill padded to a row bucket and a length bucket; small admissions replay a graph."""
+        rows = next((b for b in self.buckets if b >= len(streams)), len(streams))
+        length = length_bucket(max(s.request.prompt_length for s in streams), self.max_context)
+        host_inputs = self._prefill_inputs(rows, length, streams)
+        graph = self.prefill_graphs.get(rows, length) if self.prefill_graphs is not None else None
+        if graph is not None:
+            graph.run(host_inputs)
+        else:
+            self._prefill_advance(*(t.to(self.device) for t in host_inputs))
+        for stream in streams:
+            generator = torch.Generator(device=self.device)
+            generator.manual_seed(stream.request.seed)
+            self.generators[stream.slot] = generator
+
+    def _prefill_advance(self, tokens: torch.Tensor, feats: torch.Tensor, text_mask: torch.Tensor,
+                         audio_mask: torch.Tensor, last: torch.Tensor, slots: torch.Tensor,
+                         cfg_value: torch.Tensor) -> None:
+        """Device-only prefill of a padded admission (what a prefill graph captures): both LMs
+        over the prompts, their K/V into the slots' cache rows [0, length), the decode state."""
+        out = self.model.prefill(tokens, feats, text_mask, audio_mask)
+        length = tokens.shape[1]
+        for cache, kv in ((self.base_cache, out.base_kv), (self.residual_cache, out.residual_kv)):
+            for layer, (k, v) in enumerate(kv):
+                cache.k[layer, slots, :, :length] = k
+                cache.v[layer, slots, :, :length] = v
+        rows = torch.arange(tokens.shape[0], device=tokens.device)
+        self.lm_hidden[slots] = out.lm_hidden[rows, last]
+        self.residual_hidden[slots] = out.residual_hidden[rows, last]
+        self.prev_patch[slots] = feats[rows, last]
+        self.positions[slots] = last + 1
+        self.cfg_value[slots] = cfg_value
+        self.positions[self.scratch_slot:].zero_()
 
     def _noise(self, streams: list[Stream]) -> torch.Tensor:
         """Each stream's own draw, [B, P, D]; drawn as [D, P] like the reference so seeds line up."""

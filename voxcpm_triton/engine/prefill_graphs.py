@@ -1,0 +1,83 @@
+"""CUDA graphs of the prefill of newly admitted streams, one per (rows, padded prompt length).
+
+Admissions are padded to a row bucket (padding rows fill the scratch slot) and their prompts
+right-padded to a length bucket (harmless: the LMs are causal, and cache rows past a prompt are
+overwritten by decode before any stream reads them). A graph's static inputs are the prompt
+tensors plus each row's last position, slot and cfg value; it writes the slots' KV caches and
+decode state in place and returns nothing. Only small admissions are graphed: they are what
+first-patch latency is made of; larger ones run eagerly.
+"""
+
+from __future__ import annotations
+
+import warnings
+from dataclasses import dataclass
+from typing import Callable
+
+import torch
+
+from voxcpm_triton.engine.cuda_graphs import capture
+
+MAX_ROWS = 4
+LENGTHS = (32, 64, 128, 256, 512)
+
+
+def length_bucket(longest: int, max_context: int) -> int:
+    """The padded prompt length: the first bucket that holds it and fits the cache, else exact."""
+    return next((b for b in LENGTHS if longest <= b <= max_context), longest)
+
+
+@dataclass
+class PrefillGraph:
+    inputs: tuple[torch.Tensor, ...]
+    graph: torch.cuda.CUDAGraph
+
+    def run(self, host_inputs: tuple[torch.Tensor, ...]) -> None:
+        for static, host in zip(self.inputs, host_inputs):
+            static.copy_(host, non_blocking=True)
+        self.graph.replay()
+
+
+class PrefillGraphs:
+    def __init__(self, prefill: Callable[..., None], device: torch.device, input_shapes: Callable[[int, int], tuple],
+                 scratch_slot: int):
+        """prefill(*inputs): the device-only prefill; input_shapes(rows, length): the host input
+        tensors of an all-padding admission (their shapes and dtypes make the static buffers)."""
+        self.prefill = prefill
+        self.device = device
+        self.input_shapes = input_shapes
+        self.scratch_slot = scratch_slot
+        self._graphs: dict[tuple[int, int], PrefillGraph] = {}
+        self._pool = None
+        self.failure: str | None = None
+
+    def get(self, rows: int, length: int) -> PrefillGraph | None:
+        if rows > MAX_ROWS or length not in LENGTHS or self.failure is not None:
+            return None
+        key = (rows, length)
+        if key not in self._graphs:
+            try:
+                self._graphs[key] = self._capture(rows, length)
+            except Exception as exc:  # admit eagerly rather than not at all
+                self.failure = f"CUDA graph capture of prefill {key} failed: {exc!r}"
+                warnings.warn(self.failure + "; prefills run eagerly", RuntimeWarning, stacklevel=2)
+                torch.cuda.synchronize(self.device)
+                return None
+        return self._graphs[key]
+
+    def warm_up(self, max_context: int) -> None:
+        """One-stream admissions of every length bucket that fits the cache: the first-patch path."""
+        for length in LENGTHS:
+            if length <= max_context:
+                self.get(1, length)
+
+    @property
+    def captured(self) -> list[tuple[int, int]]:
+        return sorted(self._graphs)
+
+    @torch.inference_mode()
+    def _capture(self, rows: int, length: int) -> PrefillGraph:
+        inputs = tuple(t.to(self.device) for t in self.input_shapes(rows, length))
+        graph, _ = capture(self.prefill, inputs, self.device, self._pool)
+        self._pool = graph.pool()
+        return PrefillGraph(inputs, graph)
