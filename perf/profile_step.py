@@ -256,6 +256,22 @@ def main() -> int:
                     except Exception as exc:
                         table = f"profiler failed: {type(exc).__name__}: {exc}"
                     profiles.append(f"### {mode} B={batch} ({args.profile_steps} steps)\n{table}\n")
+                if batch in profile_batches and mode == "graph_ops":
+                    # Kernels inside a replayed graph may show up as one graph launch: the same
+                    # step launched eagerly names every kernel (their GPU times are the same).
+                    runner = streams = None
+                    gc.collect()
+                    eager_options = dict(options, cuda_graphs=False)
+                    runner, streams = decoding_runner(model, batch, args.context, args.max_context, args.timesteps,
+                                                      args.cfg, eager_options)
+                    for _ in range(args.warmup):
+                        step(runner, streams)
+                    try:
+                        table = profile_table(runner, streams, args.profile_steps, rows=30)
+                    except Exception as exc:
+                        table = f"profiler failed: {type(exc).__name__}: {exc}"
+                    profiles.append(f"### graph_ops kernels launched eagerly B={batch} ({args.profile_steps} steps)"
+                                    f"\n{table}\n")
             except Exception as exc:  # one failing mode must not hide the others' figures
                 entry["error"] = f"{type(exc).__name__}: {exc}"
             runner = streams = None
