@@ -139,11 +139,13 @@ class VoxCPMClient:
                     stats.wall_s = time.perf_counter() - stats.started
                     return
         finally:
-            if not finished:
-                finished = self._end_early(client, replies, request_id)
-            # gRPC cancellation is the fallback when the decoder could not be asked.
-            client.stop_stream(cancel_requests=not finished)
-            client.close()
+            try:
+                if not finished:
+                    finished = self._end_early(client, replies, request_id)
+            finally:
+                # gRPC cancellation is the fallback when the decoder could not be asked.
+                client.stop_stream(cancel_requests=not finished)
+                client.close()
 
     def _end_early(self, client: grpcclient.InferenceServerClient, replies: queue.Queue, request_id: str) -> bool:
         """Ask the decoder to end stream `request_id` and wait for its final response.

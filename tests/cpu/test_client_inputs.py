@@ -1,0 +1,35 @@
+"""client.streaming without a server: the ensemble tensors build_inputs makes, and the RTF figures."""
+
+import sys
+from pathlib import Path
+
+import numpy as np
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[2]))
+
+from client.streaming import StreamStats, build_inputs  # noqa: E402
+
+
+def test_only_given_options_become_tensors():
+    tensors = {t.name(): t for t in build_inputs("Hi.", seed=3, max_seconds=1.5)}
+    assert sorted(tensors) == ["MAX_SECONDS", "SEED", "TEXT"]
+    assert tensors["TEXT"].datatype() == "BYTES" and tensors["TEXT"].shape() == [1]
+    assert tensors["SEED"].datatype() == "INT64" and tensors["MAX_SECONDS"].datatype() == "FP32"
+
+
+def test_voice_tensors_have_the_ensemble_dtypes():
+    audio = np.zeros((2, 800), np.float64)  # any float layout becomes one mono FP32 vector
+    tensors = {t.name(): t for t in build_inputs(
+        "Hi.", prompt_audio=audio, prompt_sample_rate=16000, prompt_text="Text.", voice_id="v",
+        cfg_value=1.0, timesteps=5)}
+    assert tensors["PROMPT_AUDIO"].datatype() == "FP32" and tensors["PROMPT_AUDIO"].shape() == [1600]
+    assert tensors["PROMPT_SAMPLE_RATE"].datatype() == "INT32"
+    assert tensors["PROMPT_TEXT"].datatype() == tensors["VOICE_ID"].datatype() == "BYTES"
+    assert tensors["CFG_VALUE"].datatype() == "FP32" and tensors["TIMESTEPS"].datatype() == "INT32"
+
+
+def test_rtf_excludes_the_first_chunk_wait():
+    stats = StreamStats(first_chunk_s=0.5, wall_s=2.5, samples=96000, sample_rate=48000)
+    assert stats.audio_s == 2.0
+    assert stats.rtf == 1.0 and stats.wall_rtf == 1.25
+    assert StreamStats().rtf is None
