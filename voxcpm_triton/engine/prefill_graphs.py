@@ -27,6 +27,10 @@ def length_bucket(longest: int, max_context: int) -> int:
     return next((b for b in LENGTHS if longest <= b <= max_context), longest)
 
 
+def graphable_prefill(rows: int, length: int) -> bool:
+    return rows <= MAX_ROWS and length in LENGTHS
+
+
 @dataclass
 class PrefillGraph:
     inputs: tuple[torch.Tensor, ...]
@@ -52,7 +56,7 @@ class PrefillGraphs:
         self.failure: str | None = None
 
     def get(self, rows: int, length: int) -> PrefillGraph | None:
-        if rows > MAX_ROWS or length not in LENGTHS or self.failure is not None:
+        if not graphable_prefill(rows, length) or self.failure is not None:
             return None
         key = (rows, length)
         if key not in self._graphs:

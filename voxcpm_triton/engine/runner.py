@@ -23,7 +23,7 @@ import torch
 
 from voxcpm_triton.engine.cuda_graphs import StepGraphs, buckets_for, graphs_requested
 from voxcpm_triton.engine.noise import NoiseRing, block_from_env
-from voxcpm_triton.engine.prefill_graphs import PrefillGraphs, length_bucket
+from voxcpm_triton.engine.prefill_graphs import PrefillGraphs, graphable_prefill, length_bucket
 from voxcpm_triton.engine.scheduler import Stream
 from voxcpm_triton.engine.slots import KVCache
 from voxcpm_triton.model.fast_path import compile_layers, compile_requested, custom_ops_requested, enable_custom_ops
@@ -165,12 +165,15 @@ class ModelRunner:
     def _prefill_fixed(self, streams: list[Stream]) -> None:
         """Prefill padded to a row bucket and a length bucket; small admissions replay a graph."""
         rows = next((b for b in self.buckets if b >= len(streams)), len(streams))
-        length = length_bucket(max(s.request.prompt_length for s in streams), self.max_context)
+        longest = max(s.request.prompt_length for s in streams)
+        length = length_bucket(longest, self.max_context)
+        if not graphable_prefill(rows, length):  # large admissions run eagerly, unpadded
+            rows, length = len(streams), longest
         host_inputs = self._prefill_inputs(rows, length, streams)
         graph = self.prefill_graphs.get(rows, length) if self.prefill_graphs is not None else None
         if graph is not None:
             graph.run(host_inputs)
-        else:
+        else:  # padded like the graph when one could serve it: eager and graphed runs match
             self._prefill_advance(*(t.to(self.device) for t in host_inputs))
         for stream in streams:
             generator = torch.Generator(device=self.device)
