@@ -118,7 +118,7 @@ class Attention(nn.Module):
         self.k_proj = nn.Linear(config.hidden_size, self.num_kv_heads * self.head_dim, bias=False)
         self.v_proj = nn.Linear(config.hidden_size, self.num_kv_heads * self.head_dim, bias=False)
         self.o_proj = nn.Linear(self.num_heads * self.head_dim, config.hidden_size, bias=False)
-        # [q; k; v] weight whose parts the three projections view (fast_path.fuse_projections).
+        # [q; k; v] weight whose parts the three projections view (fast_path.fuse_weights).
         self.qkv_weight: torch.Tensor | None = None
 
     def _qkv(self, x: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
@@ -209,7 +209,7 @@ class MLP(nn.Module):
         self.gate_proj = nn.Linear(config.hidden_size, config.intermediate_size, bias=False)
         self.up_proj = nn.Linear(config.hidden_size, config.intermediate_size, bias=False)
         self.down_proj = nn.Linear(config.intermediate_size, config.hidden_size, bias=False)
-        # [gate; up] weight whose halves gate_proj/up_proj view (see fast_path.fuse_gate_up): one
+        # [gate; up] weight whose halves gate_proj/up_proj view (fast_path.fuse_weights): one
         # GEMM and the swiglu op instead of two GEMMs and three elementwise kernels.
         self.gate_up_weight: torch.Tensor | None = None
 
@@ -285,11 +285,12 @@ class MiniCPMModel(nn.Module):
         """x [B, T, hidden] -> (normed hidden [B, T, hidden], per-layer (k, v) [B, Hkv, T, d])."""
         rope = None
         if self.rope is not None:
-            rope = self.rope(torch.arange(x.shape[1], device=x.device))
+            if self.fused_norms and (ops.library.kernel_ready(x) or not x.is_cuda):
+                rope = self._rope_op(x.shape[0], x.shape[1], x)
+            else:
+                rope = self.rope(torch.arange(x.shape[1], device=x.device))
         kv = []
         if self.fused_norms:
-            if self.rope is not None and (ops.library.kernel_ready(x) or not x.is_cuda):
-                rope = self._rope_op(x.shape[0], x.shape[1], x)
             x = x.contiguous().clone()  # the residual stream is updated in place
             h = ops.rmsnorm(x, self.layers[0].input_layernorm.weight, self.layers[0].input_layernorm.eps)
             for layer, next_norm in zip(self.layers, self._next_norms()):
