@@ -64,9 +64,11 @@ def compile_layers(model: torch.nn.Module) -> None:
     captures the compiled kernels). Decode attention stays outside: its ops write the KV cache in
     place, which inductor could turn into copies of whole cache layers. Shapes are static, so each
     prefill length compiles anew: a measuring mode, not a serving one."""
-    torch._dynamo.config.cache_size_limit = max(torch._dynamo.config.cache_size_limit, 256)
-    torch._dynamo.config.accumulated_cache_size_limit = max(
-        torch._dynamo.config.accumulated_cache_size_limit, 4096)
+    config = torch._dynamo.config
+    for name, at_least in (("cache_size_limit", 256), ("recompile_limit", 256),
+                           ("accumulated_cache_size_limit", 4096), ("accumulated_recompile_limit", 4096)):
+        if hasattr(config, name):  # the names changed across torch versions
+            setattr(config, name, max(getattr(config, name), at_least))
     for module in model.modules():
         if isinstance(module, DecoderLayer) and not getattr(module, "compiled", False):
             for name in ("forward", "fused_forward", "_fused_tail"):
