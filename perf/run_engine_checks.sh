@@ -43,7 +43,7 @@ stage "tests/gpu"
 tests_limit="${TESTS_S:-170}"
 tests_started=$(date +%s)
 # shellcheck disable=SC2086
-timeout $((tests_limit * 2 / 3)) "$PYTHON" -m pytest -q -m gpu -p no:cacheprovider -rs -s --durations=8 ${PYTEST_ARGS:-} \
+timeout $((tests_limit * 2 / 3)) "$PYTHON" -m pytest -v -m gpu -p no:cacheprovider -rs -s --durations=8 ${PYTEST_ARGS:-} \
     tests/gpu/test_graph_runner.py tests/gpu/test_engine_gpu.py > "$OUT_DIR/pytest.log" 2>&1 || status=1
 left=$((tests_limit - ($(date +%s) - tests_started)))
 if [ "$left" -gt 10 ]; then
@@ -52,7 +52,7 @@ if [ "$left" -gt 10 ]; then
     timeout "$left" "$PYTHON" -m pytest -q -m gpu -p no:cacheprovider -rs ${PYTEST_ARGS:-} \
         tests/gpu/test_ops_parity.py tests/gpu/test_ops_cuda_graph.py >> "$OUT_DIR/pytest.log" 2>&1 || status=1
 fi
-grep -E "^(FAILED|ERROR)|max \|diff\||passed|failed" "$OUT_DIR/pytest.log" | head -60
+grep -E "PASSED|FAILED|ERROR|SKIPPED|max \|diff\||passed|failed" "$OUT_DIR/pytest.log" | head -60
 
 stage profile_step
 limit="${PROFILE_S:-260}"
