@@ -1,12 +1,17 @@
-"""The serving loop around the continuous-batching Engine: one thread owned by the ar_decoder model
-steps the engine while any stream is live and routes each step's output to that stream's sink.
+"""The serving loop around the continuous-batching Engine, run by two threads the ar_decoder model
+owns: the engine thread steps the engine while it has work; the delivery thread routes each step's
+outputs to the streams' sinks and handles cancellation. Sending a response is a round trip to the
+Triton server process (~0.1-0.4 ms, the GIL released meanwhile), so sending step N's windows
+overlaps step N+1 instead of adding to it; at most two steps wait for delivery.
 
-Sinks hide Triton: the ar_decoder wraps a response sender in one; tests can use a list. A stream ends
-exactly once, through finish() (last patch, or cancelled) or fail(message)."""
+Sinks hide Triton: the ar_decoder wraps a response sender in one; tests can use a list. Only the
+delivery thread uses a registered sink, and a stream ends exactly once, through finish() (last
+patch, or cancelled) or fail(message)."""
 
 from __future__ import annotations
 
 import logging
+import queue
 import threading
 from typing import Callable, Protocol
 
@@ -25,11 +30,11 @@ class StreamSink(Protocol):
 
 
 class EngineLoop:
-    """Steps `engine` in a background thread; `submit` and `stop` are thread-safe.
+    """Steps `engine` in background threads; `submit`, `cancel` and `stop` are thread-safe.
 
     Asking a sink whether its client went away is a round trip to the Triton server process, too
-    dear to do for every stream on every step: each step asks at most `cancel_checks_per_step`
-    sinks, taking them in turn, so with S streams each is asked every S / cancel_checks_per_step
+    dear to do for every stream on every step: after each step at most `cancel_checks_per_step`
+    sinks are asked, in turn, so with S streams each is asked every S / cancel_checks_per_step
     steps. `on_live_slots` is called when the engine's slot count changes. `cancel_source`, when
     given, is called once per step with the live stream ids and returns those to end (the
     ar_decoder's view of cancellations posted by its other instances). `before_step`, when given,
@@ -55,11 +60,15 @@ class EngineLoop:
         self._wake = threading.Condition(self._lock)
         self._stopping = False
         self._next_check = 0  # round-robin position among the live sinks
-        self._to_cancel: set[str] = set()  # asked for by cancel(); done on the loop thread
+        self._to_cancel: set[str] = set()  # asked for by cancel(); done on the delivery thread
         self._reported_slots = 0
+        # Step outputs waiting for delivery; a failure message (str) fails every stream; None ends.
+        self._outbox: queue.Queue = queue.Queue(maxsize=2)
         self._thread = threading.Thread(target=self._run, name="voxcpm-engine", daemon=True)
+        self._delivery = threading.Thread(target=self._deliver_loop, name="voxcpm-delivery", daemon=True)
 
     def start(self) -> None:
+        self._delivery.start()
         self._thread.start()
 
     @property
@@ -90,18 +99,20 @@ class EngineLoop:
             return list(self._sinks)
 
     def cancel(self, request_ids) -> None:
-        """End these streams before the next step (finish() on their sinks, slots freed). The loop
-        thread does it, so a sink is never used by two threads."""
+        """End these streams after the next step (finish() on their sinks, slots freed). The
+        delivery thread does it, so a sink is never used by two threads."""
         with self._lock:
             self._to_cancel.update(request_ids)
             self._wake.notify()
 
     def stop(self, timeout_s: float = 30.0) -> None:
-        """End every live stream with an error and join the thread."""
+        """End every live stream with an error and join the threads."""
         with self._lock:
             self._stopping = True
             self._wake.notify()
         self._thread.join(timeout_s)
+        self._outbox.put(None)  # after the engine thread's last outputs
+        self._delivery.join(timeout_s)
         with self._lock:
             leftover = list(self._sinks.items())
             self._sinks.clear()
@@ -112,24 +123,34 @@ class EngineLoop:
     def _run(self) -> None:
         while True:
             with self._lock:
-                # Also step while the engine still holds streams cancelled since the last step, so
-                # that their slots are released even when no other stream is live.
-                while not self._sinks and not self._engine.has_work and not self._stopping:
+                # has_work also covers streams cancelled since the last step: their slots are
+                # released by the next step.
+                while not self._engine.has_work and not self._stopping:
                     self._wake.wait()
                 if self._stopping:
                     return
-            self._drop_cancelled()
             if self._before_step is not None:
                 self._before_step(self.live_streams)
             try:
                 outputs = self._engine.step()
             except Exception as exc:  # a failed step must not leave streams hanging
                 log.exception("engine step failed")
-                self._fail_all(f"engine step failed: {type(exc).__name__}: {exc}")
+                self._outbox.put(f"engine step failed: {type(exc).__name__}: {exc}")
                 continue
-            for output in outputs:
-                self._deliver(output)
+            self._outbox.put(outputs)  # waits while two steps are still being delivered
             self._report_slots()
+
+    def _deliver_loop(self) -> None:
+        while True:
+            item = self._outbox.get()
+            if item is None:
+                return
+            if isinstance(item, str):
+                self._fail_all(item)
+                continue
+            for output in item:
+                self._deliver(output)
+            self._drop_cancelled()
 
     def _report_slots(self) -> None:
         count = self._engine.live_slots
@@ -178,4 +199,3 @@ class EngineLoop:
         for request_id, sink in sinks:
             self._engine.cancel(request_id)
             sink.fail(message)
-        self._report_slots()
