@@ -73,14 +73,23 @@ def _direct(model, requests) -> dict[str, list[np.ndarray]]:
     return windows
 
 
-def test_windows_reach_their_sinks_unchanged(model):
+class SlowSink(ListSink):
+    """Delivery slower than the engine's steps: the engine thread must wait, not drop or reorder."""
+
+    def send_window(self, window):
+        time.sleep(0.02)
+        super().send_window(window)
+
+
+@pytest.mark.parametrize("sink_type", [ListSink, SlowSink])
+def test_windows_reach_their_sinks_unchanged(model, sink_type):
     lengths = {"a": 3, "b": 6}
     make = lambda: [_request(model, rid, [5 + i, 9, 12], n, seed=i) for i, (rid, n) in enumerate(lengths.items())]
     expected = _direct(model, make())
     slots: list[int] = []
     loop = EngineLoop(_engine(model), on_live_slots=slots.append)
     loop.start()
-    sinks = {rid: ListSink() for rid in lengths}
+    sinks = {rid: sink_type() for rid in lengths}
     for request in make():
         loop.submit(request, sinks[request.request_id])
     for sink in sinks.values():
