@@ -10,7 +10,9 @@ decoder's zero padding then plays the role of the missing past, exactly as in th
 
 from __future__ import annotations
 
+import copy
 import math
+import os
 from typing import Sequence
 
 import numpy as np
@@ -66,11 +68,50 @@ def decoder_context_frames(audio_vae: AudioVAE) -> int:
     return context
 
 
+def _trim_plan(audio_vae: AudioVAE) -> list[tuple[int, int]]:
+    """Per decoder layer i: (upsampling factor at its input, samples of history it needs at its
+    input) so that the last frames of the final output stay exact."""
+    decoder = audio_vae.decoder
+    needs = [0] * len(decoder.model)
+    context = 0
+    for index in reversed(range(len(decoder.model))):
+        context = _context_through(decoder.model[index], context)
+        if decoder.sr_cond_model is not None and str(index) in decoder.sr_cond_model:
+            context = _context_through(decoder.sr_cond_model[str(index)], context)
+        needs[index] = context
+    plan, scale = [], 1
+    for index, layer in enumerate(decoder.model):
+        plan.append((scale, needs[index]))
+        if isinstance(layer, DecoderBlock):
+            scale *= next(m.stride for m in layer.block if isinstance(m, CausalConvTranspose1d))
+    return plan
+
+
+def vocoder_dtype(device: torch.device) -> torch.dtype:
+    """float32 on the CPU (reference parity); on CUDA bfloat16 unless VOXCPM_VOCODER_DTYPE=float32."""
+    if device.type != "cuda":
+        return torch.float32
+    name = os.environ.get("VOXCPM_VOCODER_DTYPE", "bfloat16")
+    if name not in _DTYPES:
+        raise ValueError(f"VOXCPM_VOCODER_DTYPE={name!r}; allowed: {sorted(_DTYPES)}")
+    return _DTYPES[name]
+
+
+_DTYPES = {"bfloat16": torch.bfloat16, "float32": torch.float32}
+
+
 class WindowedVocoder:
     """decode(windows) -> PCM of each window's last patch; windows are [n, P, D] latent patches,
-    the new patch last, 1 <= n <= window_patches."""
+    the new patch last, 1 <= n <= window_patches.
 
-    def __init__(self, audio_vae: AudioVAE, patch_size: int) -> None:
+    On CUDA (by default) the decoder runs from its own copy in `dtype` (bfloat16 unless
+    VOXCPM_VOCODER_DTYPE=float32), and each layer's input is trimmed to the history the remaining
+    layers read (`trim`): a full window is 6 patches but only the last one's samples are kept, so
+    the late, high-rate layers would otherwise spend ~5/6 of their work on discarded samples.
+    The CPU path decodes the whole window in float32 through `audio_vae` unchanged."""
+
+    def __init__(self, audio_vae: AudioVAE, patch_size: int, dtype: torch.dtype | None = None,
+                 trim: bool | None = None) -> None:
         if patch_size < 1:
             raise ValueError(f"patch_size={patch_size}; must be >= 1")
         self.audio_vae = audio_vae
@@ -79,6 +120,17 @@ class WindowedVocoder:
         self.window_patches = 1 + math.ceil(self.context_frames / patch_size)
         self.samples_per_patch = patch_size * audio_vae.decode_hop_length
         self.sample_rate = audio_vae.sample_rate
+        device = next(audio_vae.parameters()).device
+        self.device = device
+        self.dtype = vocoder_dtype(device) if dtype is None else dtype
+        if self.dtype not in _DTYPES.values():
+            raise ValueError(f"dtype={self.dtype}; allowed: torch.float32, torch.bfloat16")
+        self.trim = device.type == "cuda" if trim is None else trim
+        # A private copy when casting: the AudioVAE's encoder (prompt audio) stays float32.
+        self.decoder = audio_vae.decoder
+        if self.dtype != next(audio_vae.decoder.parameters()).dtype:
+            self.decoder = copy.deepcopy(audio_vae.decoder).to(self.dtype).eval()
+        self._plan = _trim_plan(audio_vae)
 
     def _check(self, index: int, window: torch.Tensor) -> None:
         shape = tuple(window.shape)
@@ -91,9 +143,28 @@ class WindowedVocoder:
         if not torch.isfinite(window).all():
             raise ValueError(f"windows[{index}] holds non-finite values")
 
+    def _decode_trimmed(self, latents: torch.Tensor) -> torch.Tensor:
+        """Decoder.forward over [B, D, frames] keeping, before each layer, only the samples the new
+        patch's output depends on -> [B, samples_per_patch]."""
+        decoder = self.decoder
+        conditions = decoder.sr_cond_model
+        bucket = None
+        if conditions is not None:
+            rate = torch.full((latents.shape[0],), self.sample_rate, dtype=torch.int32, device=latents.device)
+            bucket = torch.bucketize(rate, decoder.sr_bin_boundaries)
+        x = latents
+        for index, layer in enumerate(decoder.model):
+            scale, history = self._plan[index]
+            keep = self.patch_size * scale + history
+            if x.shape[-1] > keep:
+                x = x[..., -keep:]
+            if bucket is not None and str(index) in conditions:
+                x = conditions[str(index)](x, bucket)
+            x = layer(x)
+        return x[:, 0, -self.samples_per_patch :]
+
     @torch.inference_mode()
     def decode(self, windows: Sequence[np.ndarray | torch.Tensor]) -> list[np.ndarray]:
-        parameter = next(self.audio_vae.parameters())
         tensors = [torch.as_tensor(w, dtype=torch.float32) for w in windows]
         for index, window in enumerate(tensors):
             self._check(index, window)
@@ -104,9 +175,12 @@ class WindowedVocoder:
         # One decoder call per distinct window length: streams past their start all share the
         # full length, so a dynamic batch is mostly one call.
         for length, indices in by_length.items():
-            batch = torch.stack([tensors[i] for i in indices]).to(parameter.device, parameter.dtype)
+            batch = torch.stack([tensors[i] for i in indices]).to(self.device, self.dtype)
             latents = batch.permute(0, 3, 1, 2).reshape(len(indices), self.audio_vae.latent_dim, -1)
-            audio = self.audio_vae.decode(latents)[:, 0, -self.samples_per_patch :]
+            if self.trim:
+                audio = self._decode_trimmed(latents)
+            else:
+                audio = self.decoder(latents, self.sample_rate)[:, 0, -self.samples_per_patch :]
             audio = audio.float().cpu().numpy()
             for row, index in enumerate(indices):
                 outputs[index] = np.ascontiguousarray(audio[row])
