@@ -23,7 +23,7 @@ import torch
 
 from voxcpm_triton.engine.cuda_graphs import StepGraphs, buckets_for, graphs_requested
 from voxcpm_triton.engine.noise import NoiseRing, block_from_env
-from voxcpm_triton.engine.prefill_graphs import PrefillGraphs, graphable_prefill, length_bucket
+from voxcpm_triton.engine.prefill_graphs import MAX_ROWS, PrefillGraphs, graphable_prefill, length_bucket
 from voxcpm_triton.engine.scheduler import Stream
 from voxcpm_triton.engine.slots import KVCache
 from voxcpm_triton.model.fast_path import compile_layers, compile_requested, custom_ops_requested, enable_custom_ops
@@ -95,7 +95,7 @@ class ModelRunner:
             self.graphs = StepGraphs(self._fixed_advance, self.device, max_slots, self.scratch_slot)
             if warm_up_graphs:
                 self.graphs.warm_up(DEFAULT_TIMESTEPS)
-                self.prefill_graphs.warm_up(self.max_context)
+                self.prefill_graphs.warm_up(self.max_context, tuple(b for b in self.buckets if b <= MAX_ROWS))
 
     def _upload(self, values: torch.Tensor | list) -> torch.Tensor:
         """Host data -> device. Callers upload before queueing any kernel of the step: a pageable
@@ -163,6 +163,16 @@ class ModelRunner:
         return tokens, feats, text_mask, audio_mask, last, slots, cfg_value
 
     def _prefill_fixed(self, streams: list[Stream]) -> None:
+        """With prefill graphs, an admission of more than MAX_ROWS prompts runs as groups of
+        MAX_ROWS (prompts of similar length together, so little padding), each a graph replay."""
+        if self.prefill_graphs is None or self.prefill_graphs.failure is not None or len(streams) <= MAX_ROWS:
+            self._prefill_group(streams)
+            return
+        ordered = sorted(streams, key=lambda s: s.request.prompt_length)
+        for start in range(0, len(ordered), MAX_ROWS):
+            self._prefill_group(ordered[start:start + MAX_ROWS])
+
+    def _prefill_group(self, streams: list[Stream]) -> None:
         """Prefill padded to a row bucket and a length bucket; small admissions replay a graph."""
         rows = next((b for b in self.buckets if b >= len(streams)), len(streams))
         longest = max(s.request.prompt_length for s in streams)
