@@ -1,0 +1,113 @@
+"""Times WindowedVocoder.decode of B full-length windows (6 patches of a full-size VoxCPM2-shaped
+random AudioVAE) on the GPU, per batch size and per mode:
+
+  fp32_whole   float32, every layer over the whole window (the vocoder before trimming)
+  fp32         float32, each layer trimmed to the new patch's receptive field
+  bf16         bfloat16 decoder copy, trimmed (the CUDA default)
+
+Time = `decode(windows)` end to end (numpy in, host upload, decoder, one host copy per call),
+measured with CUDA events around the call; median over --iters after --warmup calls. Audio s/s =
+B * 0.16 s / time (each window yields one 160 ms patch at 48 kHz). TF32 stays at torch's defaults.
+
+Usage: python perf/profile_vocoder.py --out DIR/profile_vocoder.json [--batches 1,16,64,256]
+       [--modes fp32_whole,fp32,bf16] [--iters 5] [--warmup 2]
+Prints a Markdown table; writes the JSON (and the table beside it as .md) after every measurement.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import statistics
+import sys
+import time
+from pathlib import Path
+
+import numpy as np
+import torch
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+
+from voxcpm_triton.audio.audio_vae import build_audio_vae  # noqa: E402
+from voxcpm_triton.audio.vocoder import WindowedVocoder  # noqa: E402
+from voxcpm_triton.checkpoint.make import config_dict, random_vae_state  # noqa: E402
+
+PATCH_SIZE = 4
+MODES = {
+    "fp32_whole": dict(dtype=torch.float32, trim=False),
+    "fp32": dict(dtype=torch.float32, trim=True),
+    "bf16": dict(dtype=torch.bfloat16, trim=True),
+}
+
+
+def _time_decode(vocoder: WindowedVocoder, windows: list[np.ndarray], warmup: int, iters: int) -> list[float]:
+    for _ in range(warmup):
+        vocoder.decode(windows)
+    times = []
+    for _ in range(iters):
+        start, end = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
+        start.record()
+        vocoder.decode(windows)  # ends with a host copy, so the device is idle after it
+        end.record()
+        end.synchronize()
+        times.append(start.elapsed_time(end))
+    return times
+
+
+def _table(rows: list[dict]) -> str:
+    lines = ["| mode | B | decode ms | ms / window | audio s/s |", "|---|---|---|---|---|"]
+    for row in rows:
+        lines.append(f"| {row['mode']} | {row['batch']} | {row['median_ms']:.2f} | "
+                     f"{row['median_ms'] / row['batch']:.3f} | {row['audio_s_per_s']:.0f} |")
+    return "\n".join(lines)
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--out", required=True, help="JSON file to write")
+    parser.add_argument("--batches", default="1,16,64,256")
+    parser.add_argument("--modes", default=",".join(MODES))
+    parser.add_argument("--iters", type=int, default=5)
+    parser.add_argument("--warmup", type=int, default=2)
+    args = parser.parse_args(argv)
+    if not torch.cuda.is_available():
+        print("profile_vocoder needs a CUDA GPU", file=sys.stderr)
+        return 2
+    batches = [int(b) for b in args.batches.split(",")]
+    modes = args.modes.split(",")
+    unknown = [m for m in modes if m not in MODES]
+    if unknown or args.iters < 1 or args.warmup < 0 or min(batches) < 1:
+        parser.error(f"--modes from {sorted(MODES)} (got {unknown}), --iters >= 1, --warmup >= 0, batches >= 1")
+
+    started = time.perf_counter()
+    config = config_dict("voxcpm2", "full")
+    vae = build_audio_vae(config["audio_vae_config"], "voxcpm2")
+    vae.load_state_dict(random_vae_state(config, seed=0))
+    vae = vae.fold_weight_norm().eval().cuda()
+    rng = np.random.default_rng(0)
+    out = Path(args.out)
+    out.parent.mkdir(parents=True, exist_ok=True)
+    rows: list[dict] = []
+    for mode in modes:
+        vocoder = WindowedVocoder(vae, PATCH_SIZE, **MODES[mode])
+        seconds_per_window = vocoder.samples_per_patch / vocoder.sample_rate
+        for batch in batches:
+            windows = [(0.5 * rng.standard_normal((vocoder.window_patches, PATCH_SIZE, vae.latent_dim)))
+                       .astype(np.float32) for _ in range(batch)]
+            times = _time_decode(vocoder, windows, args.warmup, args.iters)
+            median = statistics.median(times)
+            rows.append({"mode": mode, "batch": batch, "median_ms": median, "times_ms": times,
+                         "audio_s_per_s": batch * seconds_per_window / (median / 1e3)})
+            print(f"{mode} B={batch}: {median:.2f} ms", flush=True)
+            out.write_text(json.dumps({"device": torch.cuda.get_device_name(), "window_patches":
+                                       vocoder.window_patches, "rows": rows}, indent=1))
+            out.with_suffix(".md").write_text(_table(rows) + "\n")
+        del vocoder
+        torch.cuda.empty_cache()
+    print(_table(rows))
+    print(f"total {time.perf_counter() - started:.1f} s")
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
