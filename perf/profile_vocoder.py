@@ -1,16 +1,18 @@
 """Times WindowedVocoder.decode of B full-length windows (6 patches of a full-size VoxCPM2-shaped
 random AudioVAE) on the GPU, per batch size and per mode:
 
-  fp32_whole   float32, every layer over the whole window (the vocoder before trimming)
-  fp32         float32, each layer trimmed to the new patch's receptive field
-  bf16         bfloat16 decoder copy, trimmed (the CUDA default)
+  fp32_whole   float32, every layer over the whole window, eager (the vocoder before this work)
+  fp32         float32, each layer trimmed to the new patch's receptive field, eager
+  bf16_eager   bfloat16 decoder copy, trimmed, eager
+  bf16         bfloat16, trimmed, one CUDA graph per batch bucket (the CUDA default)
 
 Time = `decode(windows)` end to end (numpy in, host upload, decoder, one host copy per call),
-measured with CUDA events around the call; median over --iters after --warmup calls. Audio s/s =
+measured with CUDA events around the call; median over --iters after --warmup calls (>= 1 with
+graphs: the first call of a bucket captures). Audio s/s =
 B * 0.16 s / time (each window yields one 160 ms patch at 48 kHz). TF32 stays at torch's defaults.
 
 Usage: python perf/profile_vocoder.py --out DIR/profile_vocoder.json [--batches 1,16,64,256]
-       [--modes fp32_whole,fp32,bf16] [--iters 5] [--warmup 2]
+       [--modes fp32_whole,fp32,bf16_eager,bf16] [--iters 5] [--warmup 2]
 Prints a Markdown table; writes the JSON (and the table beside it as .md) after every measurement.
 """
 
@@ -34,9 +36,10 @@ from voxcpm_triton.checkpoint.make import config_dict, random_vae_state  # noqa:
 
 PATCH_SIZE = 4
 MODES = {
-    "fp32_whole": dict(dtype=torch.float32, trim=False),
-    "fp32": dict(dtype=torch.float32, trim=True),
-    "bf16": dict(dtype=torch.bfloat16, trim=True),
+    "fp32_whole": dict(dtype=torch.float32, trim=False, cuda_graphs=False),
+    "fp32": dict(dtype=torch.float32, trim=True, cuda_graphs=False),
+    "bf16_eager": dict(dtype=torch.bfloat16, trim=True, cuda_graphs=False),
+    "bf16": dict(dtype=torch.bfloat16, trim=True, cuda_graphs=True),
 }
 
 

@@ -1,5 +1,5 @@
 """The AudioVAE and WindowedVocoder at the real VoxCPM2 shapes on a CUDA device (random weights,
-TF32 off): the float32 trimmed windowed decode equals the offline decode, the GPU matches the CPU,
+TF32 off): the float32 trimmed windowed decode (graphed for full windows) equals the offline decode, the GPU matches the CPU,
 a batch of full-length windows (what Triton's dynamic batcher hands over) decodes each stream as if
 alone, and the bfloat16 vocoder (the CUDA default) stays within BF16_* of the float32 one."""
 
@@ -96,6 +96,16 @@ def test_windowed_decode_equals_offline_on_gpu(gpu_vocoder: WindowedVocoder) -> 
     with torch.inference_mode():
         offline = gpu_vocoder.audio_vae.decode(_latents(patches).cuda())[0, 0].cpu().numpy()
     assert np.abs(chunks - offline).max() <= TOLERANCE
+
+
+def test_graphed_decode_equals_eager(gpu_vocoder: WindowedVocoder) -> None:
+    eager = WindowedVocoder(gpu_vocoder.audio_vae, PATCH_SIZE, dtype=torch.float32, cuda_graphs=False)
+    assert eager.graphs is None and gpu_vocoder.graphs is not None
+    windows = [_patches(gpu_vocoder.window_patches, seed=20 + i) for i in range(3)]  # bucket 4, one padding row
+    graphed = gpu_vocoder.decode(windows)
+    assert gpu_vocoder.graphs.failure is None and 4 in gpu_vocoder.graphs.captured
+    for a, b in zip(graphed, eager.decode(windows)):
+        assert np.abs(a - b).max() <= TOLERANCE
 
 
 def test_gpu_decode_matches_cpu(cpu_vae: AudioVAE, gpu_vocoder: WindowedVocoder) -> None:

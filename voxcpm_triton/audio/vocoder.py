@@ -13,6 +13,7 @@ from __future__ import annotations
 import copy
 import math
 import os
+import threading
 from typing import Sequence
 
 import numpy as np
@@ -20,6 +21,7 @@ import torch
 from torch import nn
 
 from voxcpm_triton.audio.audio_vae import AudioVAE
+from voxcpm_triton.audio.vocoder_graphs import DecodeGraphs
 from voxcpm_triton.audio.vae_layers import (
     CausalConv1d,
     CausalConvTranspose1d,
@@ -108,10 +110,12 @@ class WindowedVocoder:
     VOXCPM_VOCODER_DTYPE=float32), and each layer's input is trimmed to the history the remaining
     layers read (`trim`): a full window is 6 patches but only the last one's samples are kept, so
     the late, high-rate layers would otherwise spend ~5/6 of their work on discarded samples.
-    The CPU path decodes the whole window in float32 through `audio_vae` unchanged."""
+    Full-length windows on CUDA replay a CUDA graph per batch bucket (vocoder_graphs.py, all
+    captured here) unless `cuda_graphs` is False or VOXCPM_CUDA_GRAPHS=0. The CPU path decodes the whole window in float32
+    through `audio_vae` unchanged."""
 
     def __init__(self, audio_vae: AudioVAE, patch_size: int, dtype: torch.dtype | None = None,
-                 trim: bool | None = None) -> None:
+                 trim: bool | None = None, cuda_graphs: bool | None = None) -> None:
         if patch_size < 1:
             raise ValueError(f"patch_size={patch_size}; must be >= 1")
         self.audio_vae = audio_vae
@@ -131,6 +135,15 @@ class WindowedVocoder:
         if self.dtype != next(audio_vae.decoder.parameters()).dtype:
             self.decoder = copy.deepcopy(audio_vae.decoder).to(self.dtype).eval()
         self._plan = _trim_plan(audio_vae)
+        self.graphs: DecodeGraphs | None = None
+        if cuda_graphs is None:
+            cuda_graphs = os.environ.get("VOXCPM_CUDA_GRAPHS", "1") != "0"
+        if device.type == "cuda" and self.trim and cuda_graphs:
+            full_frames = self.window_patches * patch_size
+            self.graphs = DecodeGraphs(self._decode_trimmed, (audio_vae.latent_dim, full_frames), self.dtype, device)
+            with torch.inference_mode():
+                self.graphs.warm_up()
+        self._graph_lock = threading.Lock()  # graphs share static buffers: one replay at a time
 
     def _check(self, index: int, window: torch.Tensor) -> None:
         shape = tuple(window.shape)
@@ -177,7 +190,11 @@ class WindowedVocoder:
         for length, indices in by_length.items():
             batch = torch.stack([tensors[i] for i in indices]).to(self.device, self.dtype)
             latents = batch.permute(0, 3, 1, 2).reshape(len(indices), self.audio_vae.latent_dim, -1)
-            if self.trim:
+            graph = self.graphs.get(len(indices)) if self.graphs is not None and length == self.window_patches else None
+            if graph is not None:
+                with self._graph_lock:
+                    audio = graph.run(latents).float().cpu()
+            elif self.trim:
                 audio = self._decode_trimmed(latents)
             else:
                 audio = self.decoder(latents, self.sample_rate)[:, 0, -self.samples_per_patch :]
