@@ -153,8 +153,6 @@ class WindowedVocoder:
             )
         if not 1 <= shape[0] <= self.window_patches:
             raise ValueError(f"windows[{index}] has {shape[0]} patches; allowed 1..{self.window_patches}")
-        if not torch.isfinite(window).all():
-            raise ValueError(f"windows[{index}] holds non-finite values")
 
     def _decode_trimmed(self, latents: torch.Tensor) -> torch.Tensor:
         """Decoder.forward over [B, D, frames] keeping, before each layer, only the samples the new
@@ -187,8 +185,15 @@ class WindowedVocoder:
             by_length.setdefault(window.shape[0], []).append(index)
         # One decoder call per distinct window length: streams past their start all share the
         # full length, so a dynamic batch is mostly one call.
+        batches = {}
         for length, indices in by_length.items():
-            batch = torch.stack([tensors[i] for i in indices]).to(self.device, self.dtype)
+            batches[length] = torch.stack([tensors[i] for i in indices])
+            # One finiteness check per group (not per window: ~10 us each at 256 windows a call).
+            if not torch.isfinite(batches[length]).all():
+                bad = next(i for i in indices if not torch.isfinite(tensors[i]).all())
+                raise ValueError(f"windows[{bad}] holds non-finite values")
+        for length, indices in by_length.items():
+            batch = batches[length].to(self.device, self.dtype)
             latents = batch.permute(0, 3, 1, 2).reshape(len(indices), self.audio_vae.latent_dim, -1)
             graph = self.graphs.get(len(indices)) if self.graphs is not None and length == self.window_patches else None
             if graph is not None:
