@@ -65,7 +65,7 @@ def test_graphs_captured_for_every_bucket_at_start():
     built = engine(model, 12)
     assert built.runner.kernel_attention, "the kernels library must serve attention for head size 128"
     assert built.runner.graphs.failure is None and built.runner.prefill_graphs.failure is None
-    assert built.runner.prefill_graphs.captured == [(1, 32), (1, 64), (1, 128), (1, 256), (1, 512)]
+    assert built.runner.prefill_graphs.captured == [(r, n) for r in (1, 2, 4) for n in (32, 64, 128, 256, 512)]
     assert built.runner.graphs.captured == [(b, 10) for b in buckets_for(12)] == [(b, 10) for b in (1, 2, 4, 8, 16)]
 
 

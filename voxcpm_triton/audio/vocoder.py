@@ -102,6 +102,12 @@ def vocoder_dtype(device: torch.device) -> torch.dtype:
 _DTYPES = {"bfloat16": torch.bfloat16, "float32": torch.float32}
 
 
+def window_patches(audio_vae: AudioVAE, patch_size: int) -> int:
+    """Patches per vocoder window (left context + the new one) so windowed decode equals offline
+    decode; the decoder engine needs it without building a vocoder."""
+    return 1 + math.ceil(decoder_context_frames(audio_vae) / patch_size)
+
+
 class WindowedVocoder:
     """decode(windows) -> PCM of each window's last patch; windows are [n, P, D] latent patches,
     the new patch last, 1 <= n <= window_patches.
@@ -121,7 +127,7 @@ class WindowedVocoder:
         self.audio_vae = audio_vae
         self.patch_size = patch_size
         self.context_frames = decoder_context_frames(audio_vae)
-        self.window_patches = 1 + math.ceil(self.context_frames / patch_size)
+        self.window_patches = window_patches(audio_vae, patch_size)
         self.samples_per_patch = patch_size * audio_vae.decode_hop_length
         self.sample_rate = audio_vae.sample_rate
         device = next(audio_vae.parameters()).device

@@ -7,7 +7,7 @@ import os
 
 import triton_python_backend_utils as pb_utils
 
-from voxcpm_triton.audio.vocoder import WindowedVocoder
+from voxcpm_triton.audio.vocoder import window_patches as vocoder_window_patches
 from voxcpm_triton.checkpoint.loader import load_checkpoint
 from voxcpm_triton.engine.engine import Engine
 from voxcpm_triton.serving import inputs, model_settings
@@ -61,7 +61,7 @@ class TritonPythonModel:
         device = model_settings.instance_device(args)
         dtype = model_settings.torch_dtype(parameters)
         loaded = load_checkpoint(folder, dtype=dtype, device=device)
-        window_patches = WindowedVocoder(loaded.audio_vae, loaded.config.patch_size).window_patches
+        window_patches = vocoder_window_patches(loaded.audio_vae, loaded.config.patch_size)
         engine = Engine(
             loaded.model,
             max_slots=model_settings.int_parameter(parameters, "max_slots", 64, 1, 4096),
