@@ -77,8 +77,11 @@ def test_graphed_equals_eager(custom_ops):
     for rid, patches in eager.items():
         assert np.isfinite(patches).all()
         diff = np.abs(graphed[rid] - patches).max()
-        print(f"{rid} custom_ops={custom_ops} graph-vs-eager max |diff| {diff:.3g}")
-        assert diff <= BF16_TOLERANCE
+        # Capture may pick other GEMM kernels than eager, so a value can round one bf16 step
+        # apart (0.031 at magnitude 4, seen on the H200): bound the error relative to the scale.
+        scale = float(np.abs(patches).max())
+        print(f"{rid} custom_ops={custom_ops} graph-vs-eager max |diff| {diff:.3g} (scale {scale:.3g})")
+        assert diff <= BF16_TOLERANCE * max(1.0, scale)
 
 
 def test_custom_ops_close_to_plain_layers():
