@@ -17,7 +17,8 @@
 #   --model-config-name  $TRITON_MODEL_CONFIG_NAME; when unset: "cpu" where nvidia-smi lists no GPU
 #                        (models then load configs/cpu.pbtxt where they have one), else none
 #   --backend-config=python,shm-region-prefix-name=voxcpm_<pid>_   (so stale regions of killed
-#                        servers can be told apart and removed at the next start)
+#                        servers can be told apart and removed at the next start, together with
+#                        the ar_decoder's /dev/shm/voxcpm-backlog-<pid> and voxcpm-cancel-<pid>)
 # Which checkpoint is served: see README.md ("Serving a real checkpoint"); the environment is passed
 # to the models unchanged.
 #
@@ -74,12 +75,16 @@ fi
 
 # Python-backend shared-memory regions of a server that was killed stay in /dev/shm; ours carry the
 # server's PID (this shell's PID, which exec hands to tritonserver), so remove those of dead PIDs.
-for region in /dev/shm/voxcpm_*_*; do
+# The ar_decoder's back-pressure counters and cancel board (voxcpm-backlog-<pid>, voxcpm-cancel-<pid>)
+# carry the server's PID too.
+for region in /dev/shm/voxcpm_*_* /dev/shm/voxcpm-backlog-* /dev/shm/voxcpm-cancel-*; do
     [ -e "$region" ] || continue
-    pid="${region#/dev/shm/voxcpm_}"
-    pid="${pid%%_*}"
+    case "$region" in
+        /dev/shm/voxcpm_*) pid="${region#/dev/shm/voxcpm_}"; pid="${pid%%_*}" ;;
+        *) pid="${region##*-}" ;;
+    esac
     case "$pid" in '' | *[!0-9]*) continue ;; esac
-    kill -0 "$pid" 2>/dev/null || rm -f "$region"
+    kill -0 "$pid" 2>/dev/null || rm -rf "$region"
 done
 if ! printf '%s\n' "${ARGS[@]}" | grep -q 'shm-region-prefix-name'; then
     DEFAULTS+=("--backend-config=python,shm-region-prefix-name=voxcpm_$$_")
