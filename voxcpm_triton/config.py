@@ -25,7 +25,7 @@ REF_AUDIO_END_TOKEN = 104
 
 # AudioVAE defaults of the reference (AudioVAEConfig for "voxcpm", AudioVAEConfigV2 for "voxcpm2"),
 # used when config.json has no audio_vae_config or omits some of its keys.
-_AUDIO_VAE_DEFAULTS: dict[str, dict[str, Any]] = {
+AUDIO_VAE_DEFAULTS: dict[str, dict[str, Any]] = {
     "voxcpm": {
         "encoder_dim": 128,
         "encoder_rates": [2, 5, 8, 8],
@@ -324,7 +324,7 @@ def parse_config(raw: dict[str, Any]) -> ModelConfig:
     cfm_raw = _require(dit_raw, "cfm_config", "dit_config.")
     # VoxCPM2 keeps the mean-mode switch inside dit_config, VoxCPM1.x at the top level.
     mean_mode = bool(dit_raw.get("dit_mean_mode", False) if arch == "voxcpm2" else raw.get("dit_mean_mode", False))
-    audio_vae = {**_AUDIO_VAE_DEFAULTS[arch], **(raw.get("audio_vae_config") or {})}
+    audio_vae = {**AUDIO_VAE_DEFAULTS[arch], **(raw.get("audio_vae_config") or {})}
     dtype = str(raw.get("dtype", "bfloat16"))
     if dtype not in DTYPES:
         raise ConfigError(f"config.json: 'dtype' must be one of {DTYPES}, got {dtype!r}")

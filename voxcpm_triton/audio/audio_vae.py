@@ -12,6 +12,7 @@ weight-normalised conv into a plain one for inference.
 
 from __future__ import annotations
 
+import copy
 import dataclasses
 import math
 from typing import Any, Mapping
@@ -19,6 +20,7 @@ from typing import Any, Mapping
 import torch
 from torch import nn
 
+from voxcpm_triton.config import AUDIO_VAE_DEFAULTS
 from voxcpm_triton.audio.vae_layers import (
     CausalConv1d,
     DecoderBlock,
@@ -48,36 +50,9 @@ class AudioVAESpec:
     cond_out_layer: bool = False
 
 
-_V1_DEFAULTS: dict[str, Any] = {
-    "encoder_dim": 128,
-    "encoder_rates": [2, 5, 8, 8],
-    "latent_dim": 64,
-    "decoder_dim": 1536,
-    "decoder_rates": [8, 8, 5, 2],
-    "depthwise": True,
-    "sample_rate": 16000,
-    "use_noise_block": False,
-}
-_V2_DEFAULTS: dict[str, Any] = {
-    "encoder_dim": 128,
-    "encoder_rates": [2, 5, 8, 8],
-    "latent_dim": 64,
-    "decoder_dim": 2048,
-    "decoder_rates": [8, 6, 5, 2, 2, 2],
-    "depthwise": True,
-    "sample_rate": 16000,
-    "out_sample_rate": 48000,
-    "use_noise_block": False,
-    "sr_bin_boundaries": [20000, 30000, 40000],
-    "cond_type": "scale_bias",
-    "cond_dim": 128,
-    "cond_out_layer": False,
-}
-
-
 def audio_vae_defaults(architecture: str) -> dict[str, Any]:
     """The reference's full audio_vae_config for an architecture ("voxcpm2" or "voxcpm")."""
-    return dict(_V2_DEFAULTS if architecture == "voxcpm2" else _V1_DEFAULTS)
+    return copy.deepcopy(AUDIO_VAE_DEFAULTS[architecture])
 
 
 def parse_audio_vae_spec(raw: Mapping[str, Any] | None, architecture: str) -> AudioVAESpec:
