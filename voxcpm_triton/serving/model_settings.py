@@ -7,10 +7,14 @@ repository's folder, so the committed default works from wherever tritonserver i
 
 from __future__ import annotations
 
+import json
 import os
 from pathlib import Path
+from typing import NamedTuple
 
 import torch
+
+from voxcpm_triton.checkpoint.loader import LoadedCheckpoint, load_checkpoint
 
 CHECKPOINT_ENV = "VOXCPM_CHECKPOINT"
 DTYPES = {"float32": torch.float32, "bfloat16": torch.bfloat16, "float16": torch.float16}
@@ -68,3 +72,22 @@ def apply_torch_threads(parameters: dict[str, str]) -> None:
     each other are many times slower than one thread each."""
     if "torch_threads" in parameters:
         torch.set_num_threads(int_parameter(parameters, "torch_threads", 1, 1, 1024))
+
+
+class AudioSide(NamedTuple):
+    parameters: dict[str, str]
+    folder: Path
+    device: str
+    loaded: LoadedCheckpoint
+
+
+def load_audio_side(args: dict) -> AudioSide:
+    """What text_encoder and vocoder start from: their settings, and the checkpoint's tokenizer and
+    AudioVAE (float32) on the instance's device; neither needs the LM weights."""
+    parameters = string_parameters(json.loads(args["model_config"]))
+    apply_torch_threads(parameters)
+    folder = checkpoint_folder(parameters, args["model_repository"])
+    device = instance_device(args)
+    loaded = load_checkpoint(folder, device="cpu", with_model=False)
+    loaded.audio_vae.to(device)
+    return AudioSide(parameters, folder, device, loaded)

@@ -1,10 +1,8 @@
 """Triton adapter for voxcpm_triton.serving.text_encoding: decode tensors, call, encode tensors."""
 
-import json
 
 import triton_python_backend_utils as pb_utils
 
-from voxcpm_triton.checkpoint.loader import load_checkpoint
 from voxcpm_triton.frontend import Frontend
 from voxcpm_triton.serving import model_settings
 from voxcpm_triton.serving.text_encoding import TextEncoding
@@ -13,14 +11,7 @@ from voxcpm_triton.voice_cache import VoiceCache
 
 class TritonPythonModel:
     def initialize(self, args):
-        parameters = model_settings.string_parameters(json.loads(args["model_config"]))
-        model_settings.apply_torch_threads(parameters)
-        folder = model_settings.checkpoint_folder(parameters, args["model_repository"])
-        device = model_settings.instance_device(args)
-        # Only the tokenizer and the AudioVAE (always float32) run here.
-        loaded = load_checkpoint(folder, device="cpu", with_model=False)
-        # Only the AudioVAE encoder runs here; the LM weights stay on the host.
-        loaded.audio_vae.to(device)
+        parameters, folder, device, loaded = model_settings.load_audio_side(args)
         vae = loaded.audio_vae
         seconds_per_patch = loaded.config.patch_size * vae.decode_hop_length / vae.sample_rate
         capacity = model_settings.int_parameter(parameters, "voice_cache_size", 1024, 1, 1_000_000)

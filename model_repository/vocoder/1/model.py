@@ -1,13 +1,11 @@
 """Triton adapter for voxcpm_triton.audio.vocoder.WindowedVocoder: one decode call per dynamic batch."""
 
-import json
 import os
 
 import numpy as np
 import triton_python_backend_utils as pb_utils
 
 from voxcpm_triton.audio.vocoder import WindowedVocoder
-from voxcpm_triton.checkpoint.loader import load_checkpoint
 from voxcpm_triton.serving import model_settings
 from voxcpm_triton.serving.warm_up import warm_up_vocoder
 from voxcpm_triton.serving.window_backlog import WindowCounter, counter_path
@@ -15,13 +13,8 @@ from voxcpm_triton.serving.window_backlog import WindowCounter, counter_path
 
 class TritonPythonModel:
     def initialize(self, args):
-        parameters = model_settings.string_parameters(json.loads(args["model_config"]))
-        model_settings.apply_torch_threads(parameters)
-        folder = model_settings.checkpoint_folder(parameters, args["model_repository"])
-        device = model_settings.instance_device(args)
-        # Only the tokenizer and the AudioVAE (always float32) run here.
-        loaded = load_checkpoint(folder, device="cpu", with_model=False)
-        self.vocoder = WindowedVocoder(loaded.audio_vae.to(device), loaded.config.patch_size)
+        _, folder, device, loaded = model_settings.load_audio_side(args)
+        self.vocoder = WindowedVocoder(loaded.audio_vae, loaded.config.patch_size)
         warm_up_vocoder(self.vocoder)
         # Windows decoded, read by ar_decoder's back-pressure (the stub's parent is tritonserver).
         self.window_counter = WindowCounter(counter_path(os.getppid()), "decoded")
