@@ -12,8 +12,10 @@ graphs: the first call of a bucket captures). Audio s/s =
 B * 0.16 s / time (each window yields one 160 ms patch at 48 kHz). TF32 stays at torch's defaults.
 
 Usage: python perf/profile_vocoder.py --out DIR/profile_vocoder.json [--batches 1,16,64,256]
-       [--modes fp32_whole,fp32,bf16_eager,bf16] [--iters 5] [--warmup 2]
+       [--modes fp32_whole,fp32,bf16_eager,bf16] [--iters 5] [--warmup 2] [--profile-batches 256]
 Prints a Markdown table; writes the JSON (and the table beside it as .md) after every measurement.
+--profile-batches: for each mode and each of these batch sizes, a torch.profiler table of the GPU
+kernels (sorted by their time) goes to DIR/profile_vocoder_ops.txt.
 """
 
 from __future__ import annotations
@@ -57,6 +59,16 @@ def _time_decode(vocoder: WindowedVocoder, windows: list[np.ndarray], warmup: in
     return times
 
 
+def _profile(vocoder: WindowedVocoder, windows: list[np.ndarray], calls: int) -> str:
+    from torch.profiler import ProfilerActivity, profile
+
+    with profile(activities=[ProfilerActivity.CPU, ProfilerActivity.CUDA]) as prof:
+        for _ in range(calls):
+            vocoder.decode(windows)
+        torch.cuda.synchronize()
+    return prof.key_averages().table(sort_by="self_cuda_time_total", row_limit=30)
+
+
 def _table(rows: list[dict]) -> str:
     lines = ["| mode | B | decode ms | ms / window | audio s/s |", "|---|---|---|---|---|"]
     for row in rows:
@@ -72,11 +84,13 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--modes", default=",".join(MODES))
     parser.add_argument("--iters", type=int, default=5)
     parser.add_argument("--warmup", type=int, default=2)
+    parser.add_argument("--profile-batches", default="", help="batch sizes to write profiler tables for")
     args = parser.parse_args(argv)
     if not torch.cuda.is_available():
         print("profile_vocoder needs a CUDA GPU", file=sys.stderr)
         return 2
     batches = [int(b) for b in args.batches.split(",")]
+    profiled = {int(b) for b in args.profile_batches.split(",") if b}
     modes = args.modes.split(",")
     unknown = [m for m in modes if m not in MODES]
     if unknown or args.iters < 1 or args.warmup < 0 or min(batches) < 1:
@@ -90,6 +104,9 @@ def main(argv: list[str] | None = None) -> int:
     rng = np.random.default_rng(0)
     out = Path(args.out)
     out.parent.mkdir(parents=True, exist_ok=True)
+    ops_file = out.parent / "profile_vocoder_ops.txt"
+    if profiled:
+        ops_file.write_text("")
     rows: list[dict] = []
     for mode in modes:
         vocoder = WindowedVocoder(vae, PATCH_SIZE, **MODES[mode])
@@ -102,6 +119,9 @@ def main(argv: list[str] | None = None) -> int:
             rows.append({"mode": mode, "batch": batch, "median_ms": median, "times_ms": times,
                          "audio_s_per_s": batch * seconds_per_window / (median / 1e3)})
             print(f"{mode} B={batch}: {median:.2f} ms", flush=True)
+            if batch in profiled:
+                with ops_file.open("a") as handle:
+                    handle.write(f"### {mode} B={batch} (3 decode calls)\n{_profile(vocoder, windows, 3)}\n\n")
             out.write_text(json.dumps({"device": torch.cuda.get_device_name(), "window_patches":
                                        vocoder.window_patches, "rows": rows}, indent=1))
             out.with_suffix(".md").write_text(_table(rows) + "\n")
