@@ -120,6 +120,18 @@ VOXCPM_API int voxcpm_cfg_euler(void* x, const void* v_cond, const void* v_uncon
 VOXCPM_API int voxcpm_fsq(const void* h, void* out, int64_t n, float scale, int dtype,
                           void* stream);
 
+/*
+ * Snake activation of the AudioVAE: out = x + sin(alpha[c] * x)^2 / (alpha[c] + 1e-9) per channel c,
+ * in fp32 with one rounding to dtype at the end (PyTorch's low-precision expression rounds after each
+ * of its ~6 ops instead).
+ *   x: [batch, channels, length] with the last dimension contiguous and batch / channel strides in
+ *     elements (a view trimmed along length is fine); alpha: [channels] contiguous of dtype;
+ *   out: [batch, channels, length] contiguous, not overlapping x unless equal to a dense x.
+ */
+VOXCPM_API int voxcpm_snake(const void* x, int64_t x_batch_stride, int64_t x_channel_stride,
+                            const void* alpha, void* out, int64_t batch, int64_t channels,
+                            int64_t length, int dtype, void* stream);
+
 #ifdef __cplusplus
 }
 #endif

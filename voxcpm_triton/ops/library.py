@@ -43,6 +43,7 @@ _SIGNATURES: dict[str, tuple[object, list[object]]] = {
     "voxcpm_swiglu": (_i32, [_p, _p, _i64, _i64, _i32, _p]),
     "voxcpm_cfg_euler": (_i32, [_p, _p, _p, _p, _p, _i64, _i64, _i32, _p]),
     "voxcpm_fsq": (_i32, [_p, _p, _i64, _f32, _i32, _p]),
+    "voxcpm_snake": (_i32, [_p, _i64, _i64, _p, _p, _i64, _i64, _i64, _i32, _p]),
 }
 EXPORTED_SYMBOLS = tuple(_SIGNATURES)
 
