@@ -93,6 +93,24 @@ VOXCPM_API int voxcpm_decode_attention(const void* q, const void* k_cache, const
                                        int dtype, void* stream);
 
 /*
+ * Whole-sequence attention over short sequences straight from a fused qkv projection output, with
+ * rotary embedding (rotate-half, positions 0..seq_len-1 of every sequence), grouped-query heads (q
+ * head h reads kv head h / (q_heads / kv_heads)) and the output in o_proj's layout:
+ *   qkv: [sequences * seq_len, (q_heads + 2 * kv_heads) * head_dim] contiguous, q heads first, then
+ *     k heads, then v heads (F.linear with the concatenated [q; k; v] weight).
+ *   cos, sin: fp32 [table_len, head_dim] contiguous tables, table_len >= seq_len, or both NULL for
+ *     no rotation. Rotated q and k are rounded to dtype before the products, as the reference is.
+ *   out: [sequences * seq_len, q_heads * head_dim] contiguous:
+ *     softmax(q k^T * scale) v over all keys of the sequence (keys <= the query's position when
+ *     causal != 0); logits, softmax and the weighted sum in fp32.
+ * 1 <= seq_len <= 32; head_dim in {64, 128}; qkv, out (and cos, sin) 16-byte aligned.
+ */
+VOXCPM_API int voxcpm_short_attention(const void* qkv, const float* cos, const float* sin,
+                                      int64_t table_len, void* out, int64_t sequences, int seq_len,
+                                      int q_heads, int kv_heads, int head_dim, float scale,
+                                      int causal, int dtype, void* stream);
+
+/*
  * SwiGLU on a fused gate_up projection output: out = silu(gate) * up, gate = gate_up[:, :inter],
  * up = gate_up[:, inter:]. silu(gate) is rounded to dtype before the product, as PyTorch does.
  *   gate_up: [rows, 2 * inter] contiguous; out: [rows, inter] contiguous.

@@ -40,6 +40,7 @@ _SIGNATURES: dict[str, tuple[object, list[object]]] = {
         [_p, _p, _p, _i64, _i64, _i64, _i64, _i64, _p, _p, _p, _p, ctypes.c_size_t, _i64, _i32,
          _i32, _i32, _i32, _f32, _i32, _p],
     ),
+    "voxcpm_short_attention": (_i32, [_p, _p, _p, _i64, _p, _i64, _i32, _i32, _i32, _i32, _f32, _i32, _i32, _p]),
     "voxcpm_swiglu": (_i32, [_p, _p, _i64, _i64, _i32, _p]),
     "voxcpm_cfg_euler": (_i32, [_p, _p, _p, _p, _p, _i64, _i64, _i32, _p]),
     "voxcpm_fsq": (_i32, [_p, _p, _i64, _f32, _i32, _p]),

@@ -1,0 +1,110 @@
+"""Whole-sequence attention over short sequences (LocEnc, LocDiT) from the fused qkv projection
+output: CUDA op and PyTorch reference.
+
+One op replaces RoPE, the head transposes, SDPA and the transpose back: qkv [N * T, (Hq + 2 Hkv) d]
+(F.linear with the [q; k; v] weight) in, [N * T, Hq d] (o_proj's input) out. Every sequence has
+positions 0..T-1, so row t of the LongRoPE tables rotates token t. Rotated q and k are rounded to
+the element type as `apply_rope` rounds them; logits, softmax and the weighted sum are fp32.
+"""
+
+from __future__ import annotations
+
+import math
+
+import torch
+
+from voxcpm_triton.ops import library as lib
+
+MAX_SEQ_LEN = 32  # the kernel holds a sequence's keys in one warp's lanes
+KERNEL_HEAD_DIMS = (64, 128)
+
+
+def _rotate(x: torch.Tensor, cos: torch.Tensor, sin: torch.Tensor) -> torch.Tensor:
+    x32 = x.float()
+    first, second = x32.chunk(2, dim=-1)
+    return (x32 * cos + torch.cat((-second, first), dim=-1) * sin).to(x.dtype)
+
+
+def short_attention_ref(qkv: torch.Tensor, seq_len: int, q_heads: int, kv_heads: int,
+                        cos: torch.Tensor | None = None, sin: torch.Tensor | None = None,
+                        scale: float | None = None, causal: bool = False) -> torch.Tensor:
+    tokens, width = qkv.shape
+    head_dim = width // (q_heads + 2 * kv_heads)
+    scale = 1.0 / math.sqrt(head_dim) if scale is None else scale
+    heads = qkv.view(tokens // seq_len, seq_len, q_heads + 2 * kv_heads, head_dim).transpose(1, 2)
+    q, k, v = heads.split((q_heads, kv_heads, kv_heads), dim=1)  # [N, H, T, d]
+    if cos is not None:
+        c, s = cos[:seq_len], sin[:seq_len]
+        q, k = _rotate(q, c, s), _rotate(k, c, s)
+    group = q_heads // kv_heads
+    k = k.float().repeat_interleave(group, dim=1)
+    v = v.float().repeat_interleave(group, dim=1)
+    logits = torch.matmul(q.float(), k.transpose(-1, -2)) * scale
+    if causal:
+        future = torch.ones(seq_len, seq_len, dtype=torch.bool, device=qkv.device).triu(1)
+        logits = logits.masked_fill(future, float("-inf"))
+    out = torch.matmul(torch.softmax(logits, dim=-1), v).to(qkv.dtype)
+    return out.transpose(1, 2).reshape(tokens, q_heads * head_dim)
+
+
+@torch.library.custom_op(
+    "voxcpm::short_attention", mutates_args=(),
+    schema="(Tensor qkv, int seq_len, int q_heads, int kv_heads, Tensor? cos, Tensor? sin, float scale, "
+           "bool causal) -> Tensor")
+def _short_attention_op(qkv: torch.Tensor, seq_len: int, q_heads: int, kv_heads: int, cos: torch.Tensor | None,
+                        sin: torch.Tensor | None, scale: float, causal: bool) -> torch.Tensor:
+    if not lib.kernel_ready(qkv):
+        return short_attention_ref(qkv, seq_len, q_heads, kv_heads, cos, sin, scale, causal)
+    tokens, width = qkv.shape
+    head_dim = width // (q_heads + 2 * kv_heads)
+    out = qkv.new_empty((tokens, q_heads * head_dim))
+    with lib.device_of(qkv):
+        error = lib.library().voxcpm_short_attention(
+            lib.ptr(qkv), lib.ptr(cos), lib.ptr(sin), 0 if cos is None else cos.shape[0], lib.ptr(out),
+            tokens // seq_len, seq_len, q_heads, kv_heads, head_dim, scale, int(causal), lib.dtype_code(qkv),
+            lib.stream_of(qkv))
+    lib.check(error, "short_attention")
+    return out
+
+
+@_short_attention_op.register_fake
+def _(qkv, seq_len, q_heads, kv_heads, cos, sin, scale, causal) -> torch.Tensor:
+    head_dim = qkv.shape[1] // (q_heads + 2 * kv_heads)
+    return qkv.new_empty((qkv.shape[0], q_heads * head_dim))
+
+
+def short_attention(qkv: torch.Tensor, seq_len: int, q_heads: int, kv_heads: int,
+                    cos: torch.Tensor | None = None, sin: torch.Tensor | None = None,
+                    scale: float | None = None, causal: bool = False) -> torch.Tensor:
+    """qkv [N * seq_len, (q_heads + 2 * kv_heads) * d] contiguous (q heads, then k, then v heads);
+    cos/sin float32 [>= seq_len, d] LongRoPE tables (row t rotates token t) or None for no rotation.
+    Returns softmax(q k^T * scale) v over each whole sequence (keys up to the query when causal) as
+    [N * seq_len, q_heads * d]; scale defaults to 1/sqrt(d). seq_len <= 32; d in {64, 128} on the GPU."""
+    lib.require(1 <= seq_len <= MAX_SEQ_LEN,
+                f"seq_len must be in [1, {MAX_SEQ_LEN}] (longer sequences: use scaled_dot_product_attention), "
+                f"got {seq_len}")
+    lib.require(q_heads > 0 and kv_heads > 0 and q_heads % kv_heads == 0,
+                f"q_heads must be a positive multiple of kv_heads, got q_heads={q_heads} kv_heads={kv_heads}")
+    lib.require(qkv.dim() == 2 and qkv.is_contiguous(),
+                f"qkv must be a contiguous [tokens, width] tensor, got shape {tuple(qkv.shape)} strides {qkv.stride()}")
+    tokens, width = qkv.shape
+    lib.require(tokens % seq_len == 0, f"qkv's {tokens} rows must be whole sequences of seq_len={seq_len}")
+    heads = q_heads + 2 * kv_heads
+    lib.require(width % heads == 0 and (width // heads) % 2 == 0,
+                f"qkv's width must be (q_heads + 2 * kv_heads) = {heads} times an even head_dim, got {width}")
+    head_dim = width // heads
+    lib.require((cos is None) == (sin is None), "cos and sin must both be given or both be None")
+    if cos is not None:
+        for name, t in (("cos", cos), ("sin", sin)):
+            lib.require(t.dim() == 2 and t.shape[0] >= seq_len and t.shape[1] == head_dim and t.dtype == torch.float32
+                        and t.device == qkv.device and t.is_contiguous(),
+                        f"{name} must be contiguous float32 [>= {seq_len}, {head_dim}] on {qkv.device}, got "
+                        f"{tuple(t.shape)} {t.dtype} on {t.device}")
+    if lib.kernel_ready(qkv):
+        lib.require(head_dim in KERNEL_HEAD_DIMS, f"head_dim must be 64 or 128 on the GPU, got {head_dim}")
+        lib.require(q_heads <= 65535 and tokens // seq_len <= 2**31 - 1,
+                    f"at most 65535 q_heads and 2**31 - 1 sequences, got {q_heads} and {tokens // seq_len}")
+        for name, t in (("qkv", qkv), ("cos", cos), ("sin", sin)):
+            lib.require(t is None or t.data_ptr() % 16 == 0, f"{name} must start on a 16-byte boundary")
+    scale = 1.0 / math.sqrt(head_dim) if scale is None else float(scale)
+    return torch.ops.voxcpm.short_attention(qkv, seq_len, q_heads, kv_heads, cos, sin, scale, bool(causal))
