@@ -30,6 +30,7 @@ from voxcpm_triton.audio.vae_layers import (
     SampleRateCondition,
     Snake1d,
 )
+from voxcpm_triton.model.fast_path import custom_ops_requested
 
 
 def _context_through(module: nn.Module, context: int) -> int:
@@ -117,11 +118,14 @@ class WindowedVocoder:
     layers read (`trim`): a full window is 6 patches but only the last one's samples are kept, so
     the late, high-rate layers would otherwise spend ~5/6 of their work on discarded samples.
     Full-length windows on CUDA replay a CUDA graph per batch bucket (vocoder_graphs.py, all
-    captured here) unless `cuda_graphs` is False or VOXCPM_CUDA_GRAPHS=0. The CPU path decodes the whole window in float32
+    captured here) unless `cuda_graphs` is False or VOXCPM_CUDA_GRAPHS=0. With `custom_ops` (default:
+    on unless VOXCPM_CUSTOM_OPS=0) the CUDA copy's Snake activations run the fused snake op (a
+    private copy is then made in float32 too). The CPU path decodes the whole window in float32
     through `audio_vae` unchanged."""
 
     def __init__(self, audio_vae: AudioVAE, patch_size: int, dtype: torch.dtype | None = None,
-                 trim: bool | None = None, cuda_graphs: bool | None = None) -> None:
+                 trim: bool | None = None, cuda_graphs: bool | None = None,
+                 custom_ops: bool | None = None) -> None:
         if patch_size < 1:
             raise ValueError(f"patch_size={patch_size}; must be >= 1")
         self.audio_vae = audio_vae
@@ -136,10 +140,15 @@ class WindowedVocoder:
         if self.dtype not in _DTYPES.values():
             raise ValueError(f"dtype={self.dtype}; allowed: torch.float32, torch.bfloat16")
         self.trim = device.type == "cuda" if trim is None else trim
-        # A private copy when casting: the AudioVAE's encoder (prompt audio) stays float32.
+        self.custom_ops = device.type == "cuda" and (custom_ops_requested() if custom_ops is None else custom_ops)
+        # A private copy when casting or fusing: the AudioVAE (encoder for prompt audio, offline
+        # decode) stays float32 and unfused.
         self.decoder = audio_vae.decoder
-        if self.dtype != next(audio_vae.decoder.parameters()).dtype:
+        if self.custom_ops or self.dtype != next(audio_vae.decoder.parameters()).dtype:
             self.decoder = copy.deepcopy(audio_vae.decoder).to(self.dtype).eval()
+            for module in self.decoder.modules():
+                if isinstance(module, Snake1d):
+                    module.use_op = self.custom_ops
         self._plan = _trim_plan(audio_vae)
         self.graphs: DecodeGraphs | None = None
         if cuda_graphs is None:
