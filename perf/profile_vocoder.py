@@ -4,7 +4,8 @@ random AudioVAE) on the GPU, per batch size and per mode:
   fp32_whole   float32, every layer over the whole window, eager (the vocoder before this work)
   fp32         float32, each layer trimmed to the new patch's receptive field, eager
   bf16_eager   bfloat16 decoder copy, trimmed, eager
-  bf16         bfloat16, trimmed, one CUDA graph per batch bucket (the CUDA default)
+  bf16         bfloat16, trimmed, one CUDA graph per batch bucket, PyTorch layers only
+  bf16_ops     bf16 with the fused CUDA ops (snake) in its layers (the CUDA default)
 
 Time = `decode(windows)` end to end (numpy in, host upload, decoder, one host copy per call),
 measured with CUDA events around the call; median over --iters after --warmup calls (>= 1 with
@@ -12,7 +13,7 @@ graphs: the first call of a bucket captures). Audio s/s =
 B * 0.16 s / time (each window yields one 160 ms patch at 48 kHz). TF32 stays at torch's defaults.
 
 Usage: python perf/profile_vocoder.py --out DIR/profile_vocoder.json [--batches 1,16,64,256]
-       [--modes fp32_whole,fp32,bf16_eager,bf16] [--iters 5] [--warmup 2] [--profile-batches 256]
+       [--modes fp32_whole,fp32,bf16_eager,bf16,bf16_ops] [--iters 5] [--warmup 2] [--profile-batches 256]
 Prints a Markdown table; writes the JSON (and the table beside it as .md) after every measurement.
 --profile-batches: for each mode and each of these batch sizes, a torch.profiler table of the GPU
 kernels (sorted by their time) goes to DIR/profile_vocoder_ops.txt.
@@ -35,13 +36,15 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 from voxcpm_triton.audio.audio_vae import build_audio_vae  # noqa: E402
 from voxcpm_triton.audio.vocoder import WindowedVocoder  # noqa: E402
 from voxcpm_triton.checkpoint.make import config_dict, random_vae_state  # noqa: E402
+from voxcpm_triton.ops import library_status  # noqa: E402
 
 PATCH_SIZE = 4
 MODES = {
-    "fp32_whole": dict(dtype=torch.float32, trim=False, cuda_graphs=False),
-    "fp32": dict(dtype=torch.float32, trim=True, cuda_graphs=False),
-    "bf16_eager": dict(dtype=torch.bfloat16, trim=True, cuda_graphs=False),
-    "bf16": dict(dtype=torch.bfloat16, trim=True, cuda_graphs=True),
+    "fp32_whole": dict(dtype=torch.float32, trim=False, cuda_graphs=False, custom_ops=False),
+    "fp32": dict(dtype=torch.float32, trim=True, cuda_graphs=False, custom_ops=False),
+    "bf16_eager": dict(dtype=torch.bfloat16, trim=True, cuda_graphs=False, custom_ops=False),
+    "bf16": dict(dtype=torch.bfloat16, trim=True, cuda_graphs=True, custom_ops=False),
+    "bf16_ops": dict(dtype=torch.bfloat16, trim=True, cuda_graphs=True, custom_ops=True),
 }
 
 
@@ -122,8 +125,8 @@ def main(argv: list[str] | None = None) -> int:
             if batch in profiled:
                 with ops_file.open("a") as handle:
                     handle.write(f"### {mode} B={batch} (3 decode calls)\n{_profile(vocoder, windows, 3)}\n\n")
-            out.write_text(json.dumps({"device": torch.cuda.get_device_name(), "window_patches":
-                                       vocoder.window_patches, "rows": rows}, indent=1))
+            out.write_text(json.dumps({"device": torch.cuda.get_device_name(), "kernels": library_status(),
+                                       "window_patches": vocoder.window_patches, "rows": rows}, indent=1))
             out.with_suffix(".md").write_text(_table(rows) + "\n")
         del vocoder
         torch.cuda.empty_cache()
