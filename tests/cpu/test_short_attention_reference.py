@@ -111,3 +111,36 @@ def test_validation_names_the_bad_argument(kwargs, message):
     args.update(kwargs)
     with pytest.raises(ValueError, match=message):
         ops.short_attention(**args)
+
+
+@pytest.mark.parametrize("variant", ("voxcpm2", "voxcpm1.5"))
+def test_locdit_and_locenc_use_the_op_with_custom_ops_and_keep_their_outputs(monkeypatch, variant):
+    from voxcpm_triton.model.fast_path import enable_custom_ops
+    from voxcpm_triton.model.voxcpm import build_model
+
+    torch.manual_seed(0)
+    model = build_model(parse_config(tiny_config_dict(variant))).eval()
+    dit, config = model.feat_decoder.estimator, model.config
+    g = gen(50)
+    x = torch.randn(3, config.patch_size, config.feat_dim, generator=g)
+    mu = torch.randn(3, dit.decoder.config.hidden_size * (2 if dit.version == 2 else 1), generator=g)
+    t, dt = torch.rand(3, generator=g), torch.full((3,), 0.1)
+    cond = torch.randn(3, config.patch_size, config.feat_dim, generator=g)
+    patches = torch.randn(2, 3, config.patch_size, config.feat_dim, generator=g)
+    with torch.inference_mode():
+        plain = dit(x, mu, t, cond, dt), model.feat_encoder(patches)
+        calls, original = [], ops.short_attention
+        monkeypatch.setattr(ops, "short_attention", lambda *a, **k: calls.append(a[1]) or original(*a, **k))
+        enable_custom_ops(model, True)
+        try:
+            fused = dit(x, mu, t, cond, dt), model.feat_encoder(patches)
+        finally:
+            enable_custom_ops(model, False)
+    layers = len(dit.decoder.layers) + len(model.feat_encoder.encoder.layers)
+    assert len(calls) == layers and set(calls) == {dit_len(dit, config.patch_size), config.patch_size + 1}
+    for ours, expected in zip(fused, plain):
+        torch.testing.assert_close(ours, expected, rtol=1e-5, atol=1e-5)
+
+
+def dit_len(dit, patch_size: int) -> int:
+    return (3 if dit.version == 2 else 1) + 2 * patch_size

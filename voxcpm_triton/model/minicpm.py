@@ -17,6 +17,8 @@ import torch.nn.functional as F
 
 from voxcpm_triton import ops
 from voxcpm_triton.config import LMConfig
+from voxcpm_triton.ops.short_attention import KERNEL_HEAD_DIMS as SHORT_ATTENTION_HEAD_DIMS
+from voxcpm_triton.ops.short_attention import MAX_SEQ_LEN as SHORT_ATTENTION_MAX_LEN
 
 
 def rms_norm(hidden: torch.Tensor, weight: torch.Tensor, eps: float) -> torch.Tensor:
@@ -108,6 +110,16 @@ class RopeOp:
     no_v_cache: torch.Tensor
 
 
+@dataclass
+class ShortAttentionOp:
+    """Non-causal attention of short sequences (LocEnc, LocDiT) through the short_attention op:
+    RoPE, softmax attention and the head layout in one kernel reading the fused qkv output. cos/sin
+    are the float32 tables (None without RoPE). Nothing is cached, so no k/v come back."""
+
+    cos: torch.Tensor | None
+    sin: torch.Tensor | None
+
+
 class Attention(nn.Module):
     def __init__(self, config: LMConfig):
         super().__init__()
@@ -153,11 +165,21 @@ class Attention(nn.Module):
         v = v.reshape(batch, length, self.num_kv_heads, self.head_dim).transpose(1, 2)
         return q, k, v
 
+    def _short_attention_op(self, x: torch.Tensor, tables: ShortAttentionOp) -> torch.Tensor:
+        """Attention output [B * T, Hq * d] of whole sequences x [B, T, hidden] by the op."""
+        batch, length, hidden = x.shape
+        qkv = F.linear(x.reshape(batch * length, hidden), self.qkv_weight)
+        return ops.short_attention(qkv, length, self.num_heads, self.num_kv_heads, tables.cos, tables.sin)
+
     def forward(
-        self, x: torch.Tensor, rope: tuple[torch.Tensor, torch.Tensor] | RopeOp | None, causal: bool
-    ) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
-        """x [B, T, hidden] -> (out [B, T, hidden], k, v [B, Hkv, T, d])."""
+        self, x: torch.Tensor, rope: tuple[torch.Tensor, torch.Tensor] | RopeOp | ShortAttentionOp | None, causal: bool
+    ) -> tuple[torch.Tensor, torch.Tensor | None, torch.Tensor | None]:
+        """x [B, T, hidden] -> (out [B, T, hidden], k, v [B, Hkv, T, d]); k and v are None when
+        `rope` is a ShortAttentionOp (non-causal, never cached)."""
         batch, length, _ = x.shape
+        if isinstance(rope, ShortAttentionOp):
+            out = self._short_attention_op(x, rope)
+            return self.o_proj(out.view(batch, length, self.num_heads * self.head_dim)), None, None
         if isinstance(rope, RopeOp):
             q, k, v = self._project_rope_op(x, rope)
         else:
@@ -282,10 +304,14 @@ class MiniCPMModel(nn.Module):
         return [layer.input_layernorm for layer in self.layers[1:]] + [self.norm]
 
     def forward(self, x: torch.Tensor, causal: bool) -> tuple[torch.Tensor, list[tuple[torch.Tensor, torch.Tensor]]]:
-        """x [B, T, hidden] -> (normed hidden [B, T, hidden], per-layer (k, v) [B, Hkv, T, d])."""
+        """x [B, T, hidden] -> (normed hidden [B, T, hidden], per-layer (k, v) [B, Hkv, T, d]; each
+        (None, None) where the short_attention op ran: non-causal short sequences on the custom ops)."""
         rope = None
-        if self.rope is not None:
-            if self.fused_norms and (ops.library.kernel_ready(x) or not x.is_cuda):
+        use_ops = self.fused_norms and (ops.library.kernel_ready(x) or not x.is_cuda)
+        if use_ops and self._short_attention_fits(x, causal):
+            rope = ShortAttentionOp(*(self.rope_tables() or (None, None)))
+        elif self.rope is not None:
+            if use_ops:
                 rope = self._rope_op(x.shape[0], x.shape[1], x)
             else:
                 rope = self.rope(torch.arange(x.shape[1], device=x.device))
@@ -301,6 +327,14 @@ class MiniCPMModel(nn.Module):
             x, k, v = layer(x, rope, causal)
             kv.append((k, v))
         return self.norm(x), kv
+
+    def _short_attention_fits(self, x: torch.Tensor, causal: bool) -> bool:
+        """Whether the short_attention op serves this call: LocEnc / LocDiT-like bidirectional
+        sequences short enough for it (longer ones keep rope_kv_write + SDPA), a head size its kernel
+        has on the GPU."""
+        head_dim = self.layers[0].self_attn.head_dim
+        return (not causal and x.shape[1] <= SHORT_ATTENTION_MAX_LEN
+                and (head_dim in SHORT_ATTENTION_HEAD_DIMS or not x.is_cuda))
 
     def _rope_op(self, batch: int, length: int, like: torch.Tensor) -> RopeOp:
         """Rotation of a [batch, length] sequence by the op (without the op library loaded, the
