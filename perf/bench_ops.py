@@ -1,5 +1,6 @@
 """Times each CUDA op of libvoxcpm_kernels against its PyTorch baseline, eager and torch.compile'd,
-on VoxCPM2 shapes (bf16), every variant inside a replayed CUDA graph as the engine runs them.
+on VoxCPM2 shapes (bf16; snake on the vocoder's activations), every variant inside a replayed CUDA
+graph as the engine runs them.
 
     python perf/bench_ops.py --out results.json [--dtype bf16] [--no-compile] [--quick]
 
@@ -74,6 +75,13 @@ def cfg_euler_case(batch: int, dtype: torch.dtype) -> Case:
     dt = torch.full((batch,), 0.001, device=DEVICE)
     return Case("cfg_euler_step", f"batch={batch} [64,4]", lambda: ops.cfg_euler_step(x, v_cond, v_uncond, cfg, dt),
                 lambda: ops.cfg_euler_step_ref(x, v_cond, v_uncond, cfg, dt), 4 * nbytes(x))
+
+
+def snake_case(batch: int, channels: int, length: int, dtype: torch.dtype) -> Case:
+    x = rand(batch, channels, length, dtype=dtype)
+    alpha = (torch.rand(channels, device=DEVICE) + 0.5).to(dtype)
+    return Case("snake", f"[{batch},{channels},{length}]", lambda: ops.snake(x, alpha),
+                lambda: ops.snake_ref(x, alpha), 2 * nbytes(x) + nbytes(alpha))
 
 
 def rope_tables(max_len: int, head_dim: int) -> tuple[torch.Tensor, torch.Tensor]:
@@ -152,6 +160,9 @@ def build_cases(dtype: torch.dtype, quick: bool) -> list[Case]:
             cases.append(attention_case(b, length, dtype))
         cases.append(cfg_euler_case(b, dtype))
         cases.append(fsq_case(b, dtype))
+        # Vocoder activations (trimmed windows): the last decoder block's residual units, and a mid block's.
+        cases.append(snake_case(b, 32, 7766, dtype))
+        cases.append(snake_case(b, 256, 1115, dtype))
     return cases
 
 
