@@ -150,6 +150,26 @@ VOXCPM_API int voxcpm_snake(const void* x, int64_t x_batch_stride, int64_t x_cha
                             const void* alpha, void* out, int64_t batch, int64_t channels,
                             int64_t length, int dtype, void* stream);
 
+/*
+ * Linear layer for a few activation rows (tensor cores, split-K with a deterministic reduction by
+ * the block that finishes last):
+ *   epilogue 0: out[m, n] = x[m, k] @ weight[n, k]^T
+ *   epilogue 1 (SwiGLU): weight is [gate; up] ([n = 2 * inter, k]); out[m, inter] =
+ *     silu(gate) * up, with gate and up rounded to dtype first and silu(gate) before the product
+ *     (the values swiglu would produce from a materialised gate_up output).
+ * x, weight contiguous and 16-byte aligned; out contiguous. Accumulation in fp32.
+ * 1 <= m <= 32; k a multiple of 32; n a multiple of 32; dtype bf16 or fp16; compute capability >= 8.
+ *   workspace: voxcpm_skinny_gemm_workspace_bytes(m, n, k, epilogue) bytes of device memory (NULL
+ *     when that is 0); counters: int32 device memory of voxcpm_skinny_gemm_counters(n) entries, all
+ *     zero, which the launch leaves zero again (one buffer serves every launch ordered on a stream;
+ *     launches running concurrently on two streams need two buffers).
+ */
+VOXCPM_API size_t voxcpm_skinny_gemm_workspace_bytes(int64_t m, int64_t n, int64_t k, int epilogue);
+VOXCPM_API int64_t voxcpm_skinny_gemm_counters(int64_t n);
+VOXCPM_API int voxcpm_skinny_gemm(const void* x, const void* weight, void* out, void* workspace,
+                                  size_t workspace_bytes, int* counters, int64_t m, int64_t n,
+                                  int64_t k, int epilogue, int dtype, void* stream);
+
 #ifdef __cplusplus
 }
 #endif

@@ -44,6 +44,9 @@ _SIGNATURES: dict[str, tuple[object, list[object]]] = {
     "voxcpm_swiglu": (_i32, [_p, _p, _i64, _i64, _i32, _p]),
     "voxcpm_cfg_euler": (_i32, [_p, _p, _p, _p, _p, _i64, _i64, _i32, _p]),
     "voxcpm_fsq": (_i32, [_p, _p, _i64, _f32, _i32, _p]),
+    "voxcpm_skinny_gemm_workspace_bytes": (ctypes.c_size_t, [_i64, _i64, _i64, _i32]),
+    "voxcpm_skinny_gemm_counters": (_i64, [_i64]),
+    "voxcpm_skinny_gemm": (_i32, [_p, _p, _p, _p, ctypes.c_size_t, _p, _i64, _i64, _i64, _i32, _i32, _p]),
     "voxcpm_snake": (_i32, [_p, _i64, _i64, _p, _p, _i64, _i64, _i64, _i32, _p]),
 }
 EXPORTED_SYMBOLS = tuple(_SIGNATURES)

@@ -1,0 +1,300 @@
+// GEMM for a handful of activation rows against a large weight: out = x @ w^T with x [m <= 32, k].
+//
+// At one stream every linear layer of the step has 1 (LM decode) to 22 (LocDiT with both CFG
+// branches) rows, so its cost is streaming the weight once. cuBLAS picks 64x8-style tiles for these
+// shapes and lands 2-3x below memory bandwidth; this kernel is built for the shape instead:
+//  - the weight is the tensor-core A operand (16 weight rows x 16 k per mma.m16n8k16) and the
+//    activation rows the B operand (8 per n-tile), so m pads only to a multiple of 8;
+//  - every thread loads 8 consecutive k of a row with one 16-byte load. The mma's k order is
+//    permuted identically for both operands (a dot product does not care about the order), so the
+//    loaded words feed the fragments directly, with no shared-memory staging;
+//  - a block owns two 16-row weight tiles over a slice of k, its 8 warps interleave over that
+//    slice's 32-wide k chunks, and the slices are summed in a fixed order by the block that finishes
+//    last (a counter per tile pair), so the result is deterministic and one launch does it all;
+//  - the SwiGLU epilogue pairs gate rows [r, r + 16) with up rows [inter + r, inter + r + 16) of a
+//    fused [gate; up] weight and writes silu(gate) * up: the gate_up output never reaches memory.
+#include "common.cuh"
+
+namespace voxcpm {
+namespace {
+
+constexpr int kWarps = 8;
+constexpr int kThreads = kWarps * 32;
+constexpr int kChunk = 32;  // k values per chunk: 4 threads x 8 elements
+constexpr int kMaxRows = 32;
+constexpr int kMaxSplits = 16;
+
+enum Epilogue { kPlain = 0, kSwiGLU = 1 };
+
+template <typename T> struct MmaOp;
+
+template <> struct MmaOp<__nv_bfloat16> {
+    static __device__ __forceinline__ void run(float (&c)[4], uint32_t a0, uint32_t a1, uint32_t a2, uint32_t a3,
+                                               uint32_t b0, uint32_t b1) {
+#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 800
+        asm volatile(
+            "mma.sync.aligned.m16n8k16.row.col.f32.bf16.bf16.f32 {%0,%1,%2,%3}, {%4,%5,%6,%7}, {%8,%9}, "
+            "{%0,%1,%2,%3};\n"
+            : "+f"(c[0]), "+f"(c[1]), "+f"(c[2]), "+f"(c[3])
+            : "r"(a0), "r"(a1), "r"(a2), "r"(a3), "r"(b0), "r"(b1));
+#endif
+    }
+};
+
+template <> struct MmaOp<__half> {
+    static __device__ __forceinline__ void run(float (&c)[4], uint32_t a0, uint32_t a1, uint32_t a2, uint32_t a3,
+                                               uint32_t b0, uint32_t b1) {
+#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 800
+        asm volatile(
+            "mma.sync.aligned.m16n8k16.row.col.f32.f16.f16.f32 {%0,%1,%2,%3}, {%4,%5,%6,%7}, {%8,%9}, "
+            "{%0,%1,%2,%3};\n"
+            : "+f"(c[0]), "+f"(c[1]), "+f"(c[2]), "+f"(c[3])
+            : "r"(a0), "r"(a1), "r"(a2), "r"(a3), "r"(b0), "r"(b1));
+#endif
+    }
+};
+
+__device__ __forceinline__ uint32_t word(const uint4& v, int i) {
+    return i == 0 ? v.x : i == 1 ? v.y : i == 2 ? v.z : v.w;
+}
+
+// Weights are read once per call: keep them out of L1 so the activations stay there.
+__device__ __forceinline__ uint4 load_stream(const void* p) {
+    uint4 v;
+    asm volatile("ld.global.nc.L1::no_allocate.v4.u32 {%0,%1,%2,%3}, [%4];\n"
+                 : "=r"(v.x), "=r"(v.y), "=r"(v.z), "=r"(v.w)
+                 : "l"(p));
+    return v;
+}
+
+__device__ __forceinline__ float silu(float v) { return v / (1.f + expf(-v)); }
+
+// Fragment value index v = ((tile * MT + ntile) * 4 + reg) * 32 + lane, the layout partial sums
+// keep in shared memory and in the split workspace.
+template <int MT> struct Frag {
+    static constexpr int kValues = 2 * MT * 4 * 32;
+    int tile, ntile, reg, lane;
+    __device__ explicit Frag(int v) : tile(v / (MT * 128)), ntile((v / 128) % MT), reg((v / 32) % 4), lane(v % 32) {}
+    __device__ int row() const { return (lane >> 2) + ((reg >> 1) << 3); }  // within the 16-row tile
+    __device__ int token() const { return ntile * 8 + (lane & 3) * 2 + (reg & 1); }
+};
+
+// grid (pairs, splits); pair p owns weight rows [base, base + 16) and [base + second, base + second
+// + 16) with base = p * 32, second = 16 (plain) or base = p * 16, second = inter (SwiGLU).
+template <typename T, int MT, int U, int EPI>
+__global__ void __launch_bounds__(kThreads) skinny_gemm_kernel(
+    const T* __restrict__ x, const T* __restrict__ w, T* __restrict__ out, float* __restrict__ partials,
+    int* __restrict__ counters, int m, int k, int out_cols, int second) {
+    __shared__ float reduced[kWarps][Frag<MT>::kValues];
+    __shared__ bool last_block;
+    const int lane = threadIdx.x & 31;
+    const int warp = threadIdx.x >> 5;
+    const int g = lane >> 2;
+    const int t = lane & 3;
+    const int splits = gridDim.y;
+    const int split = blockIdx.y;
+    const int base = EPI == kSwiGLU ? blockIdx.x * 16 : blockIdx.x * 32;
+    const int chunks = k / kChunk;
+
+    const T* rows[4] = {w + static_cast<size_t>(base + g) * k + t * 8, w + static_cast<size_t>(base + g + 8) * k + t * 8,
+                        w + static_cast<size_t>(base + second + g) * k + t * 8,
+                        w + static_cast<size_t>(base + second + g + 8) * k + t * 8};
+    const T* xrows[MT];
+    bool live[MT];
+#pragma unroll
+    for (int nt = 0; nt < MT; ++nt) {
+        live[nt] = nt * 8 + g < m;
+        xrows[nt] = x + static_cast<size_t>(live[nt] ? nt * 8 + g : 0) * k + t * 8;
+    }
+
+    float acc[2][MT][4];
+#pragma unroll
+    for (int tl = 0; tl < 2; ++tl)
+#pragma unroll
+        for (int nt = 0; nt < MT; ++nt)
+#pragma unroll
+            for (int r = 0; r < 4; ++r) acc[tl][nt][r] = 0.f;
+
+    // This warp's chunks: split + splits * (warp + kWarps * i), U of them loaded before any is used.
+    const int stride = splits * kWarps;
+    for (int first = split + splits * warp; first < chunks; first += stride * U) {
+        uint4 a[U][4];
+        uint4 b[U][MT];
+#pragma unroll
+        for (int u = 0; u < U; ++u) {
+            const int c = first + u * stride;
+            const size_t offset = static_cast<size_t>(c < chunks ? c : first) * kChunk;
+#pragma unroll
+            for (int q = 0; q < 4; ++q) a[u][q] = load_stream(rows[q] + offset);
+#pragma unroll
+            for (int nt = 0; nt < MT; ++nt)
+                b[u][nt] = live[nt] ? __ldg(reinterpret_cast<const uint4*>(xrows[nt] + offset)) : make_uint4(0, 0, 0, 0);
+        }
+#pragma unroll
+        for (int u = 0; u < U; ++u) {
+            if (first + u * stride >= chunks) break;
+            // Logical k {2t, 2t+1 | 2t+8, 2t+9} of mma j are physical 8t + 4j + {0, 1 | 2, 3}.
+#pragma unroll
+            for (int j = 0; j < 2; ++j)
+#pragma unroll
+                for (int tl = 0; tl < 2; ++tl)
+#pragma unroll
+                    for (int nt = 0; nt < MT; ++nt)
+                        MmaOp<T>::run(acc[tl][nt], word(a[u][2 * tl], 2 * j), word(a[u][2 * tl + 1], 2 * j),
+                                      word(a[u][2 * tl], 2 * j + 1), word(a[u][2 * tl + 1], 2 * j + 1),
+                                      word(b[u][nt], 2 * j), word(b[u][nt], 2 * j + 1));
+        }
+    }
+
+#pragma unroll
+    for (int tl = 0; tl < 2; ++tl)
+#pragma unroll
+        for (int nt = 0; nt < MT; ++nt)
+#pragma unroll
+            for (int r = 0; r < 4; ++r) reduced[warp][((tl * MT + nt) * 4 + r) * 32 + lane] = acc[tl][nt][r];
+    __syncthreads();
+    constexpr int kValues = Frag<MT>::kValues;
+    for (int v = threadIdx.x; v < kValues; v += kThreads) {
+        float sum = 0.f;
+#pragma unroll
+        for (int wi = 0; wi < kWarps; ++wi) sum += reduced[wi][v];
+        reduced[0][v] = sum;  // each v is read and written by this thread only
+    }
+
+    if (splits > 1) {
+        float* mine = partials + (static_cast<size_t>(blockIdx.x) * splits + split) * kValues;
+        for (int v = threadIdx.x; v < kValues; v += kThreads) mine[v] = reduced[0][v];
+        __threadfence();
+        __syncthreads();
+        if (threadIdx.x == 0) last_block = atomicAdd(&counters[blockIdx.x], 1) == splits - 1;
+        __syncthreads();
+        if (!last_block) return;
+        __threadfence();
+        const float* all = partials + static_cast<size_t>(blockIdx.x) * splits * kValues;
+        for (int v = threadIdx.x; v < kValues; v += kThreads) {
+            float sum = 0.f;
+            for (int s = 0; s < splits; ++s) sum += __ldcg(all + static_cast<size_t>(s) * kValues + v);
+            reduced[0][v] = sum;
+        }
+        if (threadIdx.x == 0) counters[blockIdx.x] = 0;  // ready for the next launch
+    }
+    __syncthreads();
+
+    if (EPI == kSwiGLU) {
+        for (int v = threadIdx.x; v < kValues / 2; v += kThreads) {
+            const Frag<MT> f(v);
+            if (f.token() >= m) continue;
+            // Rounded like swiglu on a materialised gate_up output.
+            const float gate = round_to<T>(reduced[0][v]);
+            const float up = round_to<T>(reduced[0][v + kValues / 2]);
+            out[static_cast<size_t>(f.token()) * out_cols + base + f.row()] = from_float<T>(round_to<T>(silu(gate)) * up);
+        }
+    } else {
+        for (int v = threadIdx.x; v < kValues; v += kThreads) {
+            const Frag<MT> f(v);
+            if (f.token() >= m) continue;
+            out[static_cast<size_t>(f.token()) * out_cols + base + f.tile * 16 + f.row()] = from_float<T>(reduced[0][v]);
+        }
+    }
+}
+
+struct Shape {
+    int pairs;
+    int splits;
+    int values;
+};
+
+int row_tiles(int m) { return (m + 7) / 8; }
+
+// Splits of k so the grid has about two blocks per multiprocessor, each split at least 4 chunks.
+Shape plan(int m, int n, int k, int sms) {
+    const int pairs = n / 32;  // 32 rows: two adjacent tiles, or one gate and one up tile
+    const int chunks = k / kChunk;
+    int splits = (2 * sms + pairs - 1) / pairs;
+    splits = std::max(1, std::min({splits, chunks / 4, kMaxSplits}));
+    return {pairs, splits, 2 * row_tiles(m) * 4 * 32};
+}
+
+int multiprocessors() {
+    int device = 0, sms = 0;
+    if (cudaGetDevice(&device) != cudaSuccess ||
+        cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, device) != cudaSuccess)
+        return 0;
+    return sms;
+}
+
+template <typename T, int MT, int EPI>
+int launch_tiles(const void* x, const void* w, void* out, float* partials, int* counters, int m, int k, int out_cols,
+                 int second, const Shape& shape, cudaStream_t stream) {
+    // Two chunks in flight per warp when many activation rows need registers, four otherwise.
+    constexpr int kUnroll = MT > 2 ? 2 : 4;
+    skinny_gemm_kernel<T, MT, kUnroll, EPI><<<dim3(shape.pairs, shape.splits), kThreads, 0, stream>>>(
+        static_cast<const T*>(x), static_cast<const T*>(w), static_cast<T*>(out), partials, counters, m, k, out_cols,
+        second);
+    return launch_status();
+}
+
+template <typename T, int EPI>
+int launch(const void* x, const void* w, void* out, float* partials, int* counters, int m, int k, int out_cols,
+           int second, const Shape& shape, cudaStream_t stream) {
+    switch (row_tiles(m)) {
+        case 1: return launch_tiles<T, 1, EPI>(x, w, out, partials, counters, m, k, out_cols, second, shape, stream);
+        case 2: return launch_tiles<T, 2, EPI>(x, w, out, partials, counters, m, k, out_cols, second, shape, stream);
+        case 3: return launch_tiles<T, 3, EPI>(x, w, out, partials, counters, m, k, out_cols, second, shape, stream);
+        default: return launch_tiles<T, 4, EPI>(x, w, out, partials, counters, m, k, out_cols, second, shape, stream);
+    }
+}
+
+bool valid_shape(int64_t m, int64_t n, int64_t k, int epilogue) {
+    if (m < 1 || m > kMaxRows || k < kChunk || k % kChunk != 0 || n < 1 || n > (1 << 24) || k > (1 << 24)) return false;
+    return (epilogue == kPlain || epilogue == kSwiGLU) && n % 32 == 0;
+}
+
+}  // namespace
+}  // namespace voxcpm
+
+extern "C" size_t voxcpm_skinny_gemm_workspace_bytes(int64_t m, int64_t n, int64_t k, int epilogue) {
+    using namespace voxcpm;
+    if (!valid_shape(m, n, k, epilogue)) return 0;
+    const Shape shape = plan(static_cast<int>(m), static_cast<int>(n), static_cast<int>(k), multiprocessors());
+    if (shape.splits <= 1) return 0;
+    return static_cast<size_t>(shape.pairs) * shape.splits * shape.values * sizeof(float);
+}
+
+extern "C" int64_t voxcpm_skinny_gemm_counters(int64_t n) { return n / 32; }
+
+extern "C" int voxcpm_skinny_gemm(const void* x, const void* weight, void* out, void* workspace,
+                                  size_t workspace_bytes, int* counters, int64_t m, int64_t n, int64_t k,
+                                  int epilogue, int dtype, void* stream) {
+    using namespace voxcpm;
+    if (!valid_shape(m, n, k, epilogue) || x == nullptr || weight == nullptr || out == nullptr ||
+        !aligned16(x) || !aligned16(weight))
+        return VOXCPM_ERROR_INVALID_ARGUMENT;
+    int device = 0, major = 0;
+    if (cudaGetDevice(&device) != cudaSuccess ||
+        cudaDeviceGetAttribute(&major, cudaDevAttrComputeCapabilityMajor, device) != cudaSuccess || major < 8)
+        return VOXCPM_ERROR_INVALID_ARGUMENT;  // mma.sync on bf16/fp16 needs sm_80 or newer
+    const Shape shape = plan(static_cast<int>(m), static_cast<int>(n), static_cast<int>(k), multiprocessors());
+    const size_t needed = shape.splits > 1 ? static_cast<size_t>(shape.pairs) * shape.splits * shape.values * sizeof(float) : 0;
+    if (workspace_bytes < needed || (needed > 0 && (workspace == nullptr || counters == nullptr)))
+        return VOXCPM_ERROR_INVALID_ARGUMENT;
+    // SwiGLU reads n = 2 * inter weight rows and writes inter columns.
+    const int out_cols = static_cast<int>(epilogue == kSwiGLU ? n / 2 : n);
+    const int second = epilogue == kSwiGLU ? out_cols : 16;
+    const Shape& grid = shape;
+    auto s = static_cast<cudaStream_t>(stream);
+    auto* partials = static_cast<float*>(workspace);
+    const int mi = static_cast<int>(m), ki = static_cast<int>(k);
+    switch (dtype) {
+        case VOXCPM_BFLOAT16:
+            return epilogue == kSwiGLU
+                       ? launch<__nv_bfloat16, kSwiGLU>(x, weight, out, partials, counters, mi, ki, out_cols, second, grid, s)
+                       : launch<__nv_bfloat16, kPlain>(x, weight, out, partials, counters, mi, ki, out_cols, second, grid, s);
+        case VOXCPM_FLOAT16:
+            return epilogue == kSwiGLU
+                       ? launch<__half, kSwiGLU>(x, weight, out, partials, counters, mi, ki, out_cols, second, grid, s)
+                       : launch<__half, kPlain>(x, weight, out, partials, counters, mi, ki, out_cols, second, grid, s);
+        default:
+            return VOXCPM_ERROR_INVALID_ARGUMENT;
+    }
+}

@@ -1,0 +1,120 @@
+"""The skinny_gemm kernel (x [m <= 32, k] @ weight^T, plain and with the SwiGLU epilogue) against
+a float32 matmul of the same low-precision inputs, on VoxCPM2's layer shapes and edge shapes.
+
+Tolerance: the kernel accumulates in fp32 and rounds once, so it sits within one output rounding of
+the fp32 product: 1.6e-2 relative / absolute for bf16 (two ulps near 1), 2e-3 for fp16. SwiGLU is
+compared with swiglu_ref applied to the kernel-precision product rounded to the dtype.
+Build the library first: build/build_kernels.sh.
+"""
+
+from __future__ import annotations
+
+import pytest
+import torch
+
+from voxcpm_triton import ops
+from voxcpm_triton.ops import library, skinny_linear as sg
+
+pytestmark = [
+    pytest.mark.gpu,
+    pytest.mark.skipif(not torch.cuda.is_available(), reason="needs a CUDA GPU"),
+]
+
+DEVICE = "cuda"
+TOLERANCE = {torch.bfloat16: 1.6e-2, torch.float16: 2e-3}
+ROWS = (1, 2, 7, 8, 9, 16, 22, 31, 32)
+# (k, n): LocDiT qkv / o / gate_up / down, LM qkv / gate_up / down, and the smallest legal shape.
+SHAPES = ((1024, 3072), (1024, 1024), (1024, 8192), (4096, 1024), (2048, 2560), (2048, 12288), (6144, 2048),
+          (32, 32))
+
+
+@pytest.fixture(scope="module", autouse=True)
+def kernels_loaded():
+    assert library.library() is not None, f"kernels library not loaded ({library.library_status()})"
+
+
+def randn(*shape: int, dtype: torch.dtype, seed: int, scale: float = 1.0) -> torch.Tensor:
+    g = torch.Generator(device=DEVICE).manual_seed(seed)
+    return (torch.randn(*shape, generator=g, device=DEVICE) * scale).to(dtype)
+
+
+def operands(m: int, k: int, n: int, dtype: torch.dtype, seed: int) -> tuple[torch.Tensor, torch.Tensor]:
+    # Weight scale 1/sqrt(k) keeps outputs ~N(0, 1), where the tolerances are stated.
+    return randn(m, k, dtype=dtype, seed=seed), randn(n, k, dtype=dtype, seed=seed + 1, scale=k ** -0.5)
+
+
+def expected(x: torch.Tensor, weight: torch.Tensor, epilogue: int) -> torch.Tensor:
+    product = (x.float() @ weight.float().t()).to(x.dtype)
+    return ops.swiglu_ref(product) if epilogue == sg.SWIGLU else product
+
+
+@pytest.mark.parametrize("dtype", (torch.bfloat16, torch.float16))
+@pytest.mark.parametrize("k,n", SHAPES)
+@pytest.mark.parametrize("m", ROWS)
+@pytest.mark.parametrize("epilogue", (sg.PLAIN, sg.SWIGLU))
+def test_kernel_matches_fp32_product(epilogue, m, k, n, dtype):
+    x, weight = operands(m, k, n, dtype, seed=m * 7 + k + n)
+    out = ops.skinny_gemm(x, weight, epilogue)
+    assert out.shape == (m, n // 2 if epilogue == sg.SWIGLU else n) and out.dtype == dtype
+    tol = TOLERANCE[dtype]
+    assert torch.isfinite(out).all()
+    torch.testing.assert_close(out.float(), expected(x, weight, epilogue).float(), atol=tol, rtol=tol)
+
+
+@pytest.mark.parametrize("m", (1, 22))
+def test_split_k_is_deterministic_and_leaves_counters_zero(m):
+    x, weight = operands(m, 4096, 1024, torch.bfloat16, seed=3)
+    assert library.library().voxcpm_skinny_gemm_workspace_bytes(m, 1024, 4096, sg.PLAIN) > 0  # split-K path
+    first = ops.skinny_gemm(x, weight)
+    for _ in range(5):
+        assert torch.equal(ops.skinny_gemm(x, weight), first)
+    torch.cuda.synchronize()
+    assert int(sg._counters[torch.device(DEVICE, torch.cuda.current_device())].abs().sum()) == 0
+
+
+def test_linear_and_gate_up_swiglu_route_to_the_kernel_and_fall_back():
+    x, weight = operands(22, 1024, 8192, torch.bfloat16, seed=5)
+    x3 = x.view(2, 11, 1024)
+    torch.testing.assert_close(ops.linear(x3, weight), ops.skinny_gemm(x, weight).view(2, 11, 8192), atol=0, rtol=0)
+    torch.testing.assert_close(ops.gate_up_swiglu(x3, weight),
+                               ops.skinny_gemm(x, weight, sg.SWIGLU).view(2, 11, 4096), atol=0, rtol=0)
+    many = randn(40, 1024, dtype=torch.bfloat16, seed=6)  # more rows than the kernel takes: cuBLAS
+    torch.testing.assert_close(ops.linear(many, weight), torch.nn.functional.linear(many, weight), atol=0, rtol=0)
+    odd = randn(4, 1000, dtype=torch.bfloat16, seed=7)  # k not a multiple of 32
+    odd_weight = randn(64, 1000, dtype=torch.bfloat16, seed=8)
+    torch.testing.assert_close(ops.linear(odd, odd_weight), torch.nn.functional.linear(odd, odd_weight), atol=0, rtol=0)
+
+
+def test_replays_inside_a_cuda_graph():
+    x, weight = operands(9, 2048, 2560, torch.bfloat16, seed=11)
+    _, gate_up = operands(9, 2048, 12288, torch.bfloat16, seed=12)
+    static_x = x.clone()
+    ops.linear(static_x, weight)  # eager call first: makes the counters outside the capture
+    stream = torch.cuda.Stream()
+    stream.wait_stream(torch.cuda.current_stream())
+    with torch.cuda.stream(stream):
+        ops.linear(static_x, weight)
+        ops.gate_up_swiglu(static_x, gate_up)
+    torch.cuda.current_stream().wait_stream(stream)
+    graph = torch.cuda.CUDAGraph()
+    with torch.cuda.graph(graph):
+        plain = ops.linear(static_x, weight)
+        fused = ops.gate_up_swiglu(static_x, gate_up)
+    for seed in (20, 21, 22):
+        static_x.copy_(randn(9, 2048, dtype=torch.bfloat16, seed=seed))
+        graph.replay()
+        torch.cuda.synchronize()
+        assert torch.equal(plain, ops.skinny_gemm(static_x, weight))
+        assert torch.equal(fused, ops.skinny_gemm(static_x, gate_up, sg.SWIGLU))
+
+
+def test_wrong_arguments_are_refused():
+    x, weight = operands(4, 64, 64, torch.bfloat16, seed=1)
+    with pytest.raises(ValueError, match="rows"):
+        ops.skinny_gemm(randn(33, 64, dtype=torch.bfloat16, seed=2), weight)
+    with pytest.raises(ValueError, match="multiples of 32"):
+        ops.skinny_gemm(randn(4, 48, dtype=torch.bfloat16, seed=2), randn(64, 48, dtype=torch.bfloat16, seed=3))
+    with pytest.raises(ValueError, match="epilogue"):
+        ops.skinny_gemm(x, weight, 7)
+    with pytest.raises(ValueError, match="out_features"):
+        ops.skinny_gemm(x.float(), weight.float())
