@@ -8,7 +8,8 @@ Prints a table (us per call, achieved GB/s of the kernel for the bytes it must m
 the compiled baseline) and writes every number to the JSON file. Baselines are the ops' references,
 except where the reference cannot run inside a CUDA graph (host loops or data-dependent indexing):
 decode attention and RoPE + KV write are timed against the PyTorch formulation the model uses
-(gather the slots' cache rows up to the longest live length, masked SDPA; index_put of the new rows).
+(gather the slots' cache rows up to the longest live length, masked SDPA; index_put of the new rows),
+and short attention against the path the model ran before it (rope_kv_write, head transposes, SDPA).
 """
 
 from __future__ import annotations
@@ -147,6 +148,35 @@ def attention_case(batch: int, length: int, dtype: torch.dtype) -> Case:
                 live_bytes + 2 * nbytes(q))
 
 
+def rope_sdpa_baseline(qkv, seq_len, q_heads, kv_heads, cos, sin, no_cache, positions, no_slot):
+    """The custom-ops model path short_attention replaced: rope_kv_write (no cache rows), SDPA."""
+    tokens, width = qkv.shape
+    head_dim = width // (q_heads + 2 * kv_heads)
+    sequences = tokens // seq_len
+    heads = qkv.view(tokens, q_heads + 2 * kv_heads, head_dim)
+    rotated = ops.rope_kv_write(heads[:, :q_heads + kv_heads], heads[:, q_heads:q_heads + kv_heads],
+                                heads[:, q_heads + kv_heads:], no_cache[0], no_cache[1], positions, no_slot, cos, sin)
+    q = rotated[:, :q_heads].view(sequences, seq_len, q_heads, head_dim).transpose(1, 2)
+    k = rotated[:, q_heads:].view(sequences, seq_len, kv_heads, head_dim).transpose(1, 2)
+    v = heads[:, q_heads + kv_heads:].reshape(sequences, seq_len, kv_heads, head_dim).transpose(1, 2)
+    out = F.scaled_dot_product_attention(q, k, v, enable_gqa=True)
+    return out.transpose(1, 2).reshape(tokens, q_heads * head_dim)
+
+
+def short_attention_case(sequences: int, seq_len: int, dtype: torch.dtype) -> Case:
+    q_heads, kv_heads, head_dim = 16, 2, 64  # VoxCPM2's LocEnc / LocDiT
+    qkv = rand(sequences * seq_len, (q_heads + 2 * kv_heads) * head_dim, dtype=dtype)
+    cos, sin = rope_tables(seq_len, head_dim)
+    no_cache = [torch.zeros(1, kv_heads, 1, head_dim, device=DEVICE, dtype=dtype) for _ in range(2)]
+    positions = torch.arange(seq_len, device=DEVICE, dtype=torch.int32).repeat(sequences)
+    no_slot = torch.full_like(positions, -1)
+    out_bytes = sequences * seq_len * q_heads * head_dim * qkv.element_size()
+    return Case("short_attention", f"seqs={sequences} len={seq_len} 16q/2kv",
+                lambda: ops.short_attention(qkv, seq_len, q_heads, kv_heads, cos, sin),
+                lambda: rope_sdpa_baseline(qkv, seq_len, q_heads, kv_heads, cos, sin, no_cache, positions, no_slot),
+                nbytes(qkv, cos, sin) + out_bytes)
+
+
 def build_cases(dtype: torch.dtype, quick: bool) -> list[Case]:
     batches = (1, 64) if quick else (1, 16, 64, 256)
     cases = []
@@ -156,6 +186,8 @@ def build_cases(dtype: torch.dtype, quick: bool) -> list[Case]:
         cases.append(swiglu_case(b, 6144, dtype))
         cases.append(swiglu_case(b * LOCDIT_TOKENS, 4096, dtype))
         cases.append(rope_case(b, dtype))
+        cases.append(short_attention_case(2 * b, 11, dtype))  # LocDiT v2 (2 mu, time, 4 cond, 4 noisy) x CFG
+        cases.append(short_attention_case(b, 5, dtype))  # LocEnc of one patch
         for length in (300, 1000):
             cases.append(attention_case(b, length, dtype))
         cases.append(cfg_euler_case(b, dtype))
