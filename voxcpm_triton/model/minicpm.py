@@ -133,12 +133,16 @@ class Attention(nn.Module):
         # [q; k; v] weight whose parts the three projections view (fast_path.fuse_weights).
         self.qkv_weight: torch.Tensor | None = None
 
+    def _out(self, x: torch.Tensor) -> torch.Tensor:
+        """o_proj; on the custom ops through ops.linear (the few-row GEMM kernel at small batches)."""
+        return self.o_proj(x) if self.qkv_weight is None else ops.linear(x, self.o_proj.weight)
+
     def _qkv(self, x: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
         """Projections [..., H * d] each; one GEMM when the weights are fused."""
         if self.qkv_weight is None:
             return self.q_proj(x), self.k_proj(x), self.v_proj(x)
         kv_width = self.num_kv_heads * self.head_dim
-        return F.linear(x, self.qkv_weight).split((self.num_heads * self.head_dim, kv_width, kv_width), dim=-1)
+        return ops.linear(x, self.qkv_weight).split((self.num_heads * self.head_dim, kv_width, kv_width), dim=-1)
 
     def _project(self, x: torch.Tensor, rope: tuple[torch.Tensor, torch.Tensor] | None):
         """x [..., T, hidden] -> q [..., Hq, T, d], k/v [..., Hkv, T, d] with RoPE applied."""
@@ -156,7 +160,7 @@ class Attention(nn.Module):
         """_project with the fused q/k/v weight and the rope op (x [B, T, hidden])."""
         batch, length, _ = x.shape
         rotated_heads = self.num_heads + self.num_kv_heads
-        qkv = F.linear(x, self.qkv_weight).view(batch * length, rotated_heads + self.num_kv_heads, self.head_dim)
+        qkv = ops.linear(x, self.qkv_weight).view(batch * length, rotated_heads + self.num_kv_heads, self.head_dim)
         k, v = qkv[:, self.num_heads:rotated_heads], qkv[:, rotated_heads:]
         rotated = ops.rope_kv_write(qkv[:, :rotated_heads], k, v, rope.no_k_cache, rope.no_v_cache, rope.positions,
                                     rope.no_slot, rope.cos, rope.sin)
@@ -168,7 +172,7 @@ class Attention(nn.Module):
     def _short_attention_op(self, x: torch.Tensor, tables: ShortAttentionOp) -> torch.Tensor:
         """Attention output [B * T, Hq * d] of whole sequences x [B, T, hidden] by the op."""
         batch, length, hidden = x.shape
-        qkv = F.linear(x.reshape(batch * length, hidden), self.qkv_weight)
+        qkv = ops.linear(x.reshape(batch * length, hidden), self.qkv_weight)
         return ops.short_attention(qkv, length, self.num_heads, self.num_kv_heads, tables.cos, tables.sin)
 
     def forward(
@@ -179,14 +183,14 @@ class Attention(nn.Module):
         batch, length, _ = x.shape
         if isinstance(rope, ShortAttentionOp):
             out = self._short_attention_op(x, rope)
-            return self.o_proj(out.view(batch, length, self.num_heads * self.head_dim)), None, None
+            return self._out(out.view(batch, length, self.num_heads * self.head_dim)), None, None
         if isinstance(rope, RopeOp):
             q, k, v = self._project_rope_op(x, rope)
         else:
             q, k, v = self._project(x, rope)
         out = F.scaled_dot_product_attention(q, k, v, is_causal=causal, enable_gqa=True)
         out = out.transpose(1, 2).reshape(batch, length, self.num_heads * self.head_dim)
-        return self.o_proj(out), k, v
+        return self._out(out), k, v
 
     def decode(
         self,
@@ -207,7 +211,7 @@ class Attention(nn.Module):
         keys = k_cache[where.slots, :, : where.span]
         values = v_cache[where.slots, :, : where.span]
         out = F.scaled_dot_product_attention(q, keys, values, attn_mask=where.live, enable_gqa=True)
-        return self.o_proj(out.reshape(batch, self.num_heads * self.head_dim))
+        return self._out(out.reshape(batch, self.num_heads * self.head_dim))
 
     def _decode_kernels(self, x: torch.Tensor, rope_tables: tuple[torch.Tensor, torch.Tensor] | None,
                         k_cache: torch.Tensor, v_cache: torch.Tensor,
@@ -222,7 +226,7 @@ class Attention(nn.Module):
         cos, sin = rope_tables if rope_tables is not None else (None, None)
         q = ops.rope_kv_write(q, k, v, k_cache, v_cache, positions, slot_ids, cos, sin)
         out = ops.decode_attention(q, k_cache, v_cache, slot_ids, lengths)
-        return self.o_proj(out.reshape(batch, self.num_heads * self.head_dim))
+        return self._out(out.reshape(batch, self.num_heads * self.head_dim))
 
 
 class MLP(nn.Module):
@@ -237,7 +241,7 @@ class MLP(nn.Module):
 
     def forward(self, x: torch.Tensor) -> torch.Tensor:
         if self.gate_up_weight is not None:
-            return self.down_proj(ops.swiglu(F.linear(x, self.gate_up_weight)))
+            return ops.linear(ops.gate_up_swiglu(x, self.gate_up_weight), self.down_proj.weight)
         return self.down_proj(F.silu(self.gate_proj(x)) * self.up_proj(x))
 
 
