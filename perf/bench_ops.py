@@ -164,7 +164,7 @@ def rope_sdpa_baseline(qkv, seq_len, q_heads, kv_heads, cos, sin, no_cache, posi
 
 
 def short_attention_case(sequences: int, seq_len: int, dtype: torch.dtype) -> Case:
-    q_heads, kv_heads, head_dim = 16, 2, 64  # VoxCPM2's LocEnc / LocDiT
+    q_heads, kv_heads, head_dim = 16, 2, 128  # VoxCPM2's LocEnc / LocDiT (kv_channels 128)
     qkv = rand(sequences * seq_len, (q_heads + 2 * kv_heads) * head_dim, dtype=dtype)
     cos, sin = rope_tables(seq_len, head_dim)
     no_cache = [torch.zeros(1, kv_heads, 1, head_dim, device=DEVICE, dtype=dtype) for _ in range(2)]
@@ -175,6 +175,25 @@ def short_attention_case(sequences: int, seq_len: int, dtype: torch.dtype) -> Ca
                 lambda: ops.short_attention(qkv, seq_len, q_heads, kv_heads, cos, sin),
                 lambda: rope_sdpa_baseline(qkv, seq_len, q_heads, kv_heads, cos, sin, no_cache, positions, no_slot),
                 nbytes(qkv, cos, sin) + out_bytes)
+
+
+def linear_case(rows: int, k: int, n: int, epilogue: int, dtype: torch.dtype) -> Case:
+    """skinny_gemm against F.linear (+ the swiglu op): each call takes the next of 20 weight copies,
+    as a step's layers each bring their own weight, so one timed graph does not serve them from L2
+    (copies of the smallest weights still fit in it together: read those rows as optimistic)."""
+    x = rand(rows, k, dtype=dtype)
+    weights = [rand(n, k, dtype=dtype, scale=k ** -0.5) for _ in range(20)]
+    turn = iter(range(1 << 62))
+
+    def weight() -> torch.Tensor:
+        return weights[next(turn) % len(weights)]
+
+    swiglu = epilogue == ops.skinny_linear.SWIGLU
+    out_cols = n // 2 if swiglu else n
+    baseline = ((lambda: ops.swiglu(F.linear(x, weight()))) if swiglu else (lambda: F.linear(x, weight())))
+    return Case("skinny_gemm" + ("+swiglu" if swiglu else ""), f"rows={rows} k={k} n={n}",
+                lambda: ops.skinny_gemm(x, weight(), epilogue), baseline,
+                nbytes(x, weights[0]) + rows * out_cols * x.element_size())
 
 
 def build_cases(dtype: torch.dtype, quick: bool) -> list[Case]:
@@ -195,6 +214,14 @@ def build_cases(dtype: torch.dtype, quick: bool) -> list[Case]:
         # Vocoder activations (trimmed windows): the last decoder block's residual units, and a mid block's.
         cases.append(snake_case(b, 32, 7766, dtype))
         cases.append(snake_case(b, 256, 1115, dtype))
+        plain, fused = ops.skinny_linear.PLAIN, ops.skinny_linear.SWIGLU
+        if b <= ops.skinny_linear.MAX_ROWS and dtype != torch.float32:
+            # LM decode (one row per stream): qkv, o, gate_up + SwiGLU, down.
+            for k, n, epilogue in ((2048, 2560, plain), (2048, 2048, plain), (2048, 12288, fused), (6144, 2048, plain)):
+                cases.append(linear_case(b, k, n, epilogue, dtype))
+        if b == 1 and dtype != torch.float32:  # LocDiT at one stream: 22 rows (11 tokens x CFG)
+            for k, n, epilogue in ((1024, 2560, plain), (2048, 1024, plain), (1024, 8192, fused), (4096, 1024, plain)):
+                cases.append(linear_case(22, k, n, epilogue, dtype))
     return cases
 
 
