@@ -11,13 +11,12 @@ a length bucket replays graphs (an eager prefill of the full model costs ~90 ms 
 
 from __future__ import annotations
 
-import warnings
 from dataclasses import dataclass
 from typing import Callable
 
 import torch
 
-from voxcpm_triton.engine.cuda_graphs import capture
+from voxcpm_triton.engine.graph_cache import GraphCache
 
 MAX_ROWS = 4
 LENGTHS = (32, 64, 128, 256, 512)
@@ -43,32 +42,20 @@ class PrefillGraph:
         self.graph.replay()
 
 
-class PrefillGraphs:
+class PrefillGraphs(GraphCache[PrefillGraph]):
     def __init__(self, prefill: Callable[..., None], device: torch.device, input_shapes: Callable[[int, int], tuple],
                  scratch_slot: int):
         """prefill(*inputs): the device-only prefill; input_shapes(rows, length): the host input
         tensors of an all-padding admission (their shapes and dtypes make the static buffers)."""
+        super().__init__(device, "prefills")
         self.prefill = prefill
-        self.device = device
         self.input_shapes = input_shapes
         self.scratch_slot = scratch_slot
-        self._graphs: dict[tuple[int, int], PrefillGraph] = {}
-        self._pool = None
-        self.failure: str | None = None
 
     def get(self, rows: int, length: int) -> PrefillGraph | None:
-        if not graphable_prefill(rows, length) or self.failure is not None:
+        if not graphable_prefill(rows, length):
             return None
-        key = (rows, length)
-        if key not in self._graphs:
-            try:
-                self._graphs[key] = self._capture(rows, length)
-            except Exception as exc:  # admit eagerly rather than not at all
-                self.failure = f"CUDA graph capture of prefill {key} failed: {exc!r}"
-                warnings.warn(self.failure + "; prefills run eagerly", RuntimeWarning, stacklevel=2)
-                torch.cuda.synchronize(self.device)
-                return None
-        return self._graphs[key]
+        return self.cached((rows, length), lambda: self._capture(rows, length))
 
     def warm_up(self, max_context: int, rows: tuple[int, ...] = (1,)) -> None:
         """Admissions of each row count in `rows` (<= MAX_ROWS) and every length bucket that fits
@@ -78,13 +65,8 @@ class PrefillGraphs:
                 if length <= max_context:
                     self.get(count, length)
 
-    @property
-    def captured(self) -> list[tuple[int, int]]:
-        return sorted(self._graphs)
-
     @torch.inference_mode()
     def _capture(self, rows: int, length: int) -> PrefillGraph:
         inputs = tuple(t.to(self.device) for t in self.input_shapes(rows, length))
-        graph, _ = capture(self.prefill, inputs, self.device, self._pool)
-        self._pool = graph.pool()
+        graph, _ = self.capture(self.prefill, inputs)
         return PrefillGraph(inputs, graph)
