@@ -15,17 +15,10 @@ from voxcpm_triton.engine.noise import block_from_env
 pytestmark = [
     pytest.mark.gpu,
     pytest.mark.skipif(not torch.cuda.is_available(), reason="needs a CUDA GPU"),
+    pytest.mark.usefixtures("no_tf32"),
 ]
 
 TOLERANCE = 1e-4  # fp32 with TF32 disabled
-
-
-@pytest.fixture(autouse=True)
-def no_tf32():
-    saved = torch.backends.cuda.matmul.allow_tf32, torch.backends.cudnn.allow_tf32
-    torch.backends.cuda.matmul.allow_tf32 = torch.backends.cudnn.allow_tf32 = False
-    yield
-    torch.backends.cuda.matmul.allow_tf32, torch.backends.cudnn.allow_tf32 = saved
 
 
 def cuda_engine(model, slots: int = 8) -> Engine:

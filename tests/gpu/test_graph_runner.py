@@ -19,6 +19,7 @@ from voxcpm_triton.model.voxcpm import build_model
 pytestmark = [
     pytest.mark.gpu,
     pytest.mark.skipif(not torch.cuda.is_available(), reason="needs a CUDA GPU"),
+    pytest.mark.usefixtures("no_tf32"),
 ]
 
 # bf16 graph vs eager: the same kernels on the same shapes, so equal up to the rare cuBLAS
@@ -26,14 +27,6 @@ pytestmark = [
 BF16_TOLERANCE = 3e-2
 # fp32 (TF32 off) across buckets: GEMM reduction order changes with the row count.
 FP32_TOLERANCE = 1e-3
-
-
-@pytest.fixture(autouse=True)
-def no_tf32():
-    saved = torch.backends.cuda.matmul.allow_tf32, torch.backends.cudnn.allow_tf32
-    torch.backends.cuda.matmul.allow_tf32 = torch.backends.cudnn.allow_tf32 = False
-    yield
-    torch.backends.cuda.matmul.allow_tf32, torch.backends.cudnn.allow_tf32 = saved
 
 
 def slim_voxcpm2(dtype: torch.dtype):

@@ -19,6 +19,7 @@ from voxcpm_triton.checkpoint.make import config_dict, random_vae_state
 pytestmark = [
     pytest.mark.gpu,
     pytest.mark.skipif(not torch.cuda.is_available(), reason="needs a CUDA GPU"),
+    pytest.mark.usefixtures("no_tf32"),
 ]
 
 TOLERANCE = 1e-4
@@ -28,14 +29,6 @@ TOLERANCE = 1e-4
 BF16_RELATIVE_RMS = 2e-2
 BF16_MAX_ABS = 1e-2
 PATCH_SIZE = 4
-
-
-@pytest.fixture(autouse=True)
-def no_tf32():
-    saved = torch.backends.cuda.matmul.allow_tf32, torch.backends.cudnn.allow_tf32
-    torch.backends.cuda.matmul.allow_tf32 = torch.backends.cudnn.allow_tf32 = False
-    yield
-    torch.backends.cuda.matmul.allow_tf32, torch.backends.cudnn.allow_tf32 = saved
 
 
 @pytest.fixture(scope="module")
