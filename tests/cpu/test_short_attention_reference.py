@@ -144,3 +144,25 @@ def test_locdit_and_locenc_use_the_op_with_custom_ops_and_keep_their_outputs(mon
 
 def dit_len(dit, patch_size: int) -> int:
     return (3 if dit.version == 2 else 1) + 2 * patch_size
+
+
+@pytest.mark.parametrize("custom_ops", (False, True))
+def test_last_layer_rows_equal_the_full_stack_sliced(custom_ops):
+    from voxcpm_triton.model.fast_path import enable_custom_ops
+    from voxcpm_triton.model.voxcpm import build_model
+
+    torch.manual_seed(1)
+    model = build_model(parse_config(tiny_config_dict("voxcpm2"))).eval()
+    stack = model.feat_decoder.estimator.decoder
+    x = torch.randn(3, 11, stack.config.hidden_size, generator=gen(60))
+    enable_custom_ops(model, custom_ops)
+    try:
+        with torch.inference_mode():
+            full, _ = stack(x, causal=False)
+            last4, _ = stack(x, causal=False, rows=slice(7, None))
+            with pytest.raises(ValueError, match="non-causal attention only"):
+                stack(x, causal=True, rows=slice(7, None))
+    finally:
+        enable_custom_ops(model, False)
+    assert last4.shape == (3, 4, stack.config.hidden_size)
+    torch.testing.assert_close(last4, full[:, 7:], rtol=1e-5, atol=1e-5)

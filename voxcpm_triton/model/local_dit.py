@@ -71,5 +71,7 @@ class LocalDiT(nn.Module):
             prefix = (mu + time).unsqueeze(1)
         else:
             prefix = torch.cat((mu.view(x.shape[0], -1, x.shape[-1]), time.unsqueeze(1)), dim=1)
-        hidden, _ = self.decoder(torch.cat((prefix, cond, x), dim=1), causal=False)
-        return self.out_proj(hidden[:, prefix.shape[1] + cond.shape[1]:])
+        # Only the noisy patch's positions are read: the last layer computes those rows alone.
+        noisy = slice(prefix.shape[1] + cond.shape[1], None)
+        hidden, _ = self.decoder(torch.cat((prefix, cond, x), dim=1), causal=False, rows=noisy)
+        return self.out_proj(hidden)

@@ -176,21 +176,27 @@ class Attention(nn.Module):
         return ops.short_attention(qkv, length, self.num_heads, self.num_kv_heads, tables.cos, tables.sin)
 
     def forward(
-        self, x: torch.Tensor, rope: tuple[torch.Tensor, torch.Tensor] | RopeOp | ShortAttentionOp | None, causal: bool
+        self, x: torch.Tensor, rope: tuple[torch.Tensor, torch.Tensor] | RopeOp | ShortAttentionOp | None, causal: bool,
+        rows: slice | None = None,
     ) -> tuple[torch.Tensor, torch.Tensor | None, torch.Tensor | None]:
-        """x [B, T, hidden] -> (out [B, T, hidden], k, v [B, Hkv, T, d]); k and v are None when
-        `rope` is a ShortAttentionOp (non-causal, never cached)."""
+        """x [B, T, hidden] -> (out [B, T', hidden], k, v [B, Hkv, T, d]); k and v are None when
+        `rope` is a ShortAttentionOp (non-causal, never cached). `rows` (non-causal only): the query
+        positions whose output is wanted, T' of them; keys and values still cover all T."""
+        if rows is not None and causal:
+            raise ValueError("rows selects query positions of non-causal attention only")
         batch, length, _ = x.shape
+        width = self.num_heads * self.head_dim
         if isinstance(rope, ShortAttentionOp):
-            out = self._short_attention_op(x, rope)
-            return self._out(out.view(batch, length, self.num_heads * self.head_dim)), None, None
+            out = self._short_attention_op(x, rope).view(batch, length, width)
+            return self._out(out if rows is None else out[:, rows].contiguous()), None, None
         if isinstance(rope, RopeOp):
             q, k, v = self._project_rope_op(x, rope)
         else:
             q, k, v = self._project(x, rope)
+        if rows is not None:
+            q = q[:, :, rows]
         out = F.scaled_dot_product_attention(q, k, v, is_causal=causal, enable_gqa=True)
-        out = out.transpose(1, 2).reshape(batch, length, self.num_heads * self.head_dim)
-        return self._out(out), k, v
+        return self._out(out.transpose(1, 2).reshape(batch, q.shape[2], width)), k, v
 
     def decode(
         self,
@@ -259,9 +265,11 @@ class DecoderLayer(nn.Module):
             return residual + update
         return residual + update * self.residual_scale
 
-    def forward(self, x: torch.Tensor, rope, causal: bool) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
-        attn, k, v = self.self_attn(self.input_layernorm(x), rope, causal)
-        x = self._add(x, attn)
+    def forward(self, x: torch.Tensor, rope, causal: bool,
+                rows: slice | None = None) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
+        """`rows`: the positions whose output is wanted (non-causal only; see MiniCPMModel.forward)."""
+        attn, k, v = self.self_attn(self.input_layernorm(x), rope, causal, rows)
+        x = self._add(x if rows is None else x[:, rows], attn)
         x = self._add(x, self.mlp(self.post_attention_layernorm(x)))
         return x, k, v
 
@@ -276,12 +284,13 @@ class DecoderLayer(nn.Module):
         h = ops.add_rmsnorm(x, attn, self.post_attention_layernorm.weight, eps, self.residual_scale)
         return ops.add_rmsnorm(x, self.mlp(h), next_norm.weight, next_norm.eps, self.residual_scale)
 
-    def fused_forward(self, x: torch.Tensor, h: torch.Tensor, rope, causal: bool,
-                      next_norm: RMSNorm) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
+    def fused_forward(self, x: torch.Tensor, h: torch.Tensor, rope, causal: bool, next_norm: RMSNorm,
+                      rows: slice | None = None) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
         """forward() on the custom ops: h = input_layernorm(x) from the previous layer; x (the
-        residual stream) is updated in place; returns (next_norm(x), k, v)."""
-        attn, k, v = self.self_attn(h, rope, causal)
-        return self._fused_tail(x, attn, next_norm), k, v
+        residual stream) is updated in place, or a copy of its `rows` when given; returns
+        (next_norm(x), k, v)."""
+        attn, k, v = self.self_attn(h, rope, causal, rows)
+        return self._fused_tail(x if rows is None else x[:, rows].contiguous(), attn, next_norm), k, v
 
     def fused_decode(self, x: torch.Tensor, h: torch.Tensor, rope, k_cache: torch.Tensor, v_cache: torch.Tensor,
                      where: DecodeSlots, next_norm: RMSNorm) -> torch.Tensor:
@@ -307,9 +316,13 @@ class MiniCPMModel(nn.Module):
         """The norm applied after each layer's final residual add when adds and norms are fused."""
         return [layer.input_layernorm for layer in self.layers[1:]] + [self.norm]
 
-    def forward(self, x: torch.Tensor, causal: bool) -> tuple[torch.Tensor, list[tuple[torch.Tensor, torch.Tensor]]]:
+    def forward(self, x: torch.Tensor, causal: bool,
+                rows: slice | None = None) -> tuple[torch.Tensor, list[tuple[torch.Tensor, torch.Tensor]]]:
         """x [B, T, hidden] -> (normed hidden [B, T, hidden], per-layer (k, v) [B, Hkv, T, d]; each
-        (None, None) where the short_attention op ran: non-causal short sequences on the custom ops)."""
+        (None, None) where the short_attention op ran: non-causal short sequences on the custom ops).
+        `rows` (non-causal only): the positions whose output the caller uses; the last layer then
+        runs o_proj, the residual adds, the MLP and the final norm on those rows alone (attention
+        still reads every key) and the hidden states returned are [B, len(rows), hidden]."""
         rope = None
         use_ops = self.fused_norms and (ops.library.kernel_ready(x) or not x.is_cuda)
         if use_ops and self._short_attention_fits(x, causal):
@@ -320,15 +333,16 @@ class MiniCPMModel(nn.Module):
             else:
                 rope = self.rope(torch.arange(x.shape[1], device=x.device))
         kv = []
+        last = len(self.layers) - 1
         if self.fused_norms:
             x = x.contiguous().clone()  # the residual stream is updated in place
             h = ops.rmsnorm(x, self.layers[0].input_layernorm.weight, self.layers[0].input_layernorm.eps)
-            for layer, next_norm in zip(self.layers, self._next_norms()):
-                h, k, v = layer.fused_forward(x, h, rope, causal, next_norm)
+            for index, (layer, next_norm) in enumerate(zip(self.layers, self._next_norms())):
+                h, k, v = layer.fused_forward(x, h, rope, causal, next_norm, rows if index == last else None)
                 kv.append((k, v))
             return h, kv
-        for layer in self.layers:
-            x, k, v = layer(x, rope, causal)
+        for index, layer in enumerate(self.layers):
+            x, k, v = layer(x, rope, causal, rows if index == last else None)
             kv.append((k, v))
         return self.norm(x), kv
 
