@@ -12,7 +12,7 @@
 namespace voxcpm {
 namespace {
 
-constexpr int kWarps = 4;
+constexpr int kWarps = 8;  // small batches: a head's rows of a <= 16-token sequence in one pass
 constexpr int kThreads = kWarps * 32;
 constexpr int kMaxLen = 32;
 constexpr int kPad = 4;  // floats after each staged K / q row: lanes reading different rows hit different banks
@@ -225,10 +225,11 @@ int launch_for_length(const ShortArgs& a, int64_t sequences, cudaStream_t stream
 }
 
 // Query heads per block: the whole group sharing a KV head (K/V staged once for all of them) unless
-// that leaves fewer than ~4 blocks per multiprocessor, then fewer heads so small batches spread out.
+// that leaves fewer than ~2 blocks (16 warps) per multiprocessor, then fewer heads so small batches
+// spread out.
 int heads_per_block(int64_t sequences, int q_heads, int kv_heads, int sms) {
     const int group = q_heads / kv_heads;
-    const int64_t target = 4 * static_cast<int64_t>(sms);
+    const int64_t target = 2 * static_cast<int64_t>(sms);
     for (int h = group; h > 1; --h)
         if (group % h == 0 && sequences * (q_heads / h) >= target) return h;
     return 1;
