@@ -1,30 +1,9 @@
 // Snake activation of the AudioVAE, x + sin(alpha_c x)^2 / (alpha_c + 1e-9), as one elementwise pass
 // (PyTorch runs it as ~6 kernels, each a full read and write of the decoder's largest activations).
-#include "common.cuh"
+#include "snake_math.cuh"
 
 namespace voxcpm {
 namespace {
-
-constexpr float kPiHi = 3.14159274101257324e+00f;   // float(pi)
-constexpr float kPiLo = -8.74227765734758577e-08f;  // pi - kPiHi
-
-// sin(y)^2. fp32 outputs use the accurate sinf (agrees with PyTorch's fp32 sin to an ulp or two).
-// bf16/fp16 outputs, whose rounding is 2^-9 / 2^-12 relative, use the fast hardware sine after
-// reducing y by multiples of pi (sin^2 has period pi) into [-pi/2, pi/2], where its absolute error is
-// below 2^-21: accurate sinf's range reduction would make these memory-bound kernels compute-bound.
-template <typename T> __device__ __forceinline__ float sin_squared(float y) {
-    const float k = rintf(y * 0.318309886183790672f);
-    const float r = fmaf(-k, kPiLo, fmaf(-k, kPiHi, y));
-    const float s = __sinf(r);
-    return s * s;
-}
-template <> __device__ __forceinline__ float sin_squared<float>(float y) {
-    const float s = sinf(y);
-    return s * s;
-}
-
-// 1 / (alpha + 1e-9) as the fp32 reference computes it (IEEE division: nvcc's default -prec-div).
-__device__ __forceinline__ float inverse_alpha(float alpha) { return 1.f / (alpha + 1e-9f); }
 
 // Snake over x viewed as [batch, channels, length] (last dimension contiguous, batch and channel
 // strides in elements), writing out contiguous. Each thread walks its vectors with a grid stride and
@@ -62,7 +41,7 @@ __global__ void snake_kernel(const T* __restrict__ x, int64_t batch_stride, int6
                 a = to_float<T>(alpha[e_ch]);
                 inv = inverse_alpha(a);
             }
-            v[e] = v[e] + sin_squared<T>(a * v[e]) * inv;
+            v[e] = snake<T>(v[e], a, inv);
             ++e_col;
         }
         store_vec<T, VEC>(out + idx * VEC, v);
@@ -89,7 +68,7 @@ __global__ void snake_tail_kernel(const T* __restrict__ x, const T* __restrict__
     if (i >= n) return;
     const float a = to_float<T>(alpha[(i / length) % channels]);
     const float v = to_float<T>(x[i]);
-    out[i] = from_float<T>(v + sin_squared<T>(a * v) * inverse_alpha(a));
+    out[i] = from_float<T>(snake<T>(v, a, inverse_alpha(a)));
 }
 
 template <typename T, int VEC>

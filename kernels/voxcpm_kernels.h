@@ -170,6 +170,21 @@ VOXCPM_API int voxcpm_skinny_gemm(const void* x, const void* weight, void* out, 
                                   size_t workspace_bytes, int* counters, int64_t m, int64_t n,
                                   int64_t k, int epilogue, int dtype, void* stream);
 
+/*
+ * Snake (as voxcpm_snake, kept in fp32) followed by a depthwise dilated causal conv of kernel 7,
+ * the opening of each AudioVAE residual unit, rounded once to dtype:
+ *   out[b, c, t] = bias[c] + sum_k weight[c, k] * snake(x[b, c, t - (6 - k) * dilation]),
+ *   with zero for positions before the row start (the conv's left padding of 6 * dilation).
+ *   x: as in voxcpm_snake; alpha, bias: [channels] (bias may be NULL); weight: [channels, 7]
+ *   contiguous (the conv's [channels, 1, 7]); out: [batch, channels, length] contiguous, not
+ *   overlapping x. 1 <= dilation <= 1024.
+ */
+VOXCPM_API int voxcpm_snake_depthwise_conv(const void* x, int64_t x_batch_stride,
+                                           int64_t x_channel_stride, const void* alpha,
+                                           const void* weight, const void* bias, void* out,
+                                           int64_t batch, int64_t channels, int64_t length,
+                                           int dilation, int dtype, void* stream);
+
 #ifdef __cplusplus
 }
 #endif

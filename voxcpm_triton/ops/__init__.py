@@ -12,11 +12,13 @@ from voxcpm_triton.ops.rope_kv_write import rope_kv_write, rope_kv_write_ref
 from voxcpm_triton.ops.short_attention import short_attention, short_attention_ref
 from voxcpm_triton.ops.skinny_linear import gate_up_swiglu, linear, skinny_gemm, skinny_gemm_ref
 from voxcpm_triton.ops.snake import snake, snake_ref
+from voxcpm_triton.ops.snake_depthwise_conv import snake_depthwise_conv, snake_depthwise_conv_ref
 from voxcpm_triton.ops.swiglu import swiglu, swiglu_ref
 
 __all__ = [
     "add_rmsnorm", "add_rmsnorm_ref", "cfg_euler_step", "cfg_euler_step_ref", "decode_attention",
     "decode_attention_ref", "fsq", "fsq_ref", "gate_up_swiglu", "library_status", "linear", "rmsnorm",
     "rmsnorm_ref", "rope_kv_write", "rope_kv_write_ref", "short_attention", "short_attention_ref", "skinny_gemm",
-    "skinny_gemm_ref", "snake", "snake_ref", "swiglu", "swiglu_ref",
+    "skinny_gemm_ref", "snake", "snake_depthwise_conv", "snake_depthwise_conv_ref", "snake_ref", "swiglu",
+    "swiglu_ref",
 ]

@@ -48,6 +48,7 @@ _SIGNATURES: dict[str, tuple[object, list[object]]] = {
     "voxcpm_skinny_gemm_counters": (_i64, [_i64]),
     "voxcpm_skinny_gemm": (_i32, [_p, _p, _p, _p, ctypes.c_size_t, _p, _i64, _i64, _i64, _i32, _i32, _p]),
     "voxcpm_snake": (_i32, [_p, _i64, _i64, _p, _p, _i64, _i64, _i64, _i32, _p]),
+    "voxcpm_snake_depthwise_conv": (_i32, [_p, _i64, _i64, _p, _p, _p, _p, _i64, _i64, _i64, _i32, _i32, _p]),
 }
 EXPORTED_SYMBOLS = tuple(_SIGNATURES)
 
