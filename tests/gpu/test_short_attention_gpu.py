@@ -24,6 +24,7 @@ from voxcpm_triton.ops import library
 pytestmark = [
     pytest.mark.gpu,
     pytest.mark.skipif(not torch.cuda.is_available(), reason="needs a CUDA GPU"),
+    pytest.mark.usefixtures("no_tf32"),  # the fp32 reference's matmuls in full fp32
 ]
 
 DEVICE = "cuda"
