@@ -85,6 +85,15 @@ def snake_case(batch: int, channels: int, length: int, dtype: torch.dtype) -> Ca
                 lambda: ops.snake_ref(x, alpha), 2 * nbytes(x) + nbytes(alpha))
 
 
+def snake_depthwise_conv_case(batch: int, channels: int, length: int, dilation: int, dtype: torch.dtype) -> Case:
+    x = rand(batch, channels, length, dtype=dtype)
+    weight, bias = rand(channels, 1, 7, dtype=dtype, scale=0.4), rand(channels, dtype=dtype)
+    alpha = (torch.rand(channels, device=DEVICE) + 0.5).to(dtype)
+    return Case("snake_dwconv", f"[{batch},{channels},{length}] d={dilation}",
+                lambda: ops.snake_depthwise_conv(x, alpha, weight, bias, dilation),
+                lambda: ops.snake_depthwise_conv_ref(x, alpha, weight, bias, dilation), 2 * nbytes(x))
+
+
 def rope_tables(max_len: int, head_dim: int) -> tuple[torch.Tensor, torch.Tensor]:
     inv_freq = 1.0 / (10000 ** (torch.arange(0, head_dim, 2, device=DEVICE).float() / head_dim))
     angles = torch.outer(torch.arange(max_len, device=DEVICE).float(), inv_freq)
@@ -214,6 +223,8 @@ def build_cases(dtype: torch.dtype, quick: bool) -> list[Case]:
         # Vocoder activations (trimmed windows): the last decoder block's residual units, and a mid block's.
         cases.append(snake_case(b, 32, 7766, dtype))
         cases.append(snake_case(b, 256, 1115, dtype))
+        cases.append(snake_depthwise_conv_case(b, 32, 7766, 9, dtype))
+        cases.append(snake_depthwise_conv_case(b, 256, 1115, 3, dtype))
         plain, fused = ops.skinny_linear.PLAIN, ops.skinny_linear.SWIGLU
         if b <= ops.skinny_linear.MAX_ROWS and dtype != torch.float32:
             # LM decode (one row per stream): qkv, o, gate_up + SwiGLU, down.
