@@ -2,7 +2,8 @@
 the model (rope_kv_write, then SDPA), on LocEnc / LocDiT shapes: 1..512 sequences of 1..32 tokens,
 16 q / 2 kv heads of 64 (VoxCPM2) or 128, plain multi-head and odd group sizes, with and without
 RoPE, causal and not, in bf16, fp16 and fp32; inside a replayed CUDA graph; a sequence's output is
-bit-identical whatever else is in the batch (the launch's heads-per-block changes with the batch).
+bit-identical whatever else is in the batch (the launch's heads-per-block changes with the batch); it
+compiles with torch.compile(fullgraph=True).
 
 Tolerances (absolute and relative, per dtype): bf16 1.6e-2 (two bf16 ulps near 1), fp16 2e-3,
 fp32 2e-5. The kernel and the reference round rotated q and k identically and compute in fp32; they
@@ -143,3 +144,14 @@ def test_gpu_validation_names_head_dim_and_alignment():
     flat = torch.zeros(8 * 8 * 64 + 1, device=DEVICE, dtype=torch.bfloat16)
     with pytest.raises(ValueError, match="qkv must start on a 16-byte boundary"):
         ops.short_attention(flat[1:].view(8, 8 * 64), 4, 4, 2)
+
+
+def test_compiles_with_fullgraph():
+    seq_len, q_heads, kv_heads, head_dim = 5, 16, 2, 64
+    cos, sin = longrope_like_tables(seq_len, head_dim)
+    qkv = make_qkv(9, seq_len, q_heads, kv_heads, head_dim, torch.bfloat16, seed=9)
+
+    def attend(qkv: torch.Tensor) -> torch.Tensor:
+        return ops.short_attention(qkv, seq_len, q_heads, kv_heads, cos, sin) * 2
+
+    assert torch.equal(torch.compile(attend, fullgraph=True)(qkv), attend(qkv))

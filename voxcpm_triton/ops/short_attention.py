@@ -55,6 +55,9 @@ def _short_attention_op(qkv: torch.Tensor, seq_len: int, q_heads: int, kv_heads:
                         sin: torch.Tensor | None, scale: float, causal: bool) -> torch.Tensor:
     if not lib.kernel_ready(qkv):
         return short_attention_ref(qkv, seq_len, q_heads, kv_heads, cos, sin, scale, causal)
+    # Here rather than in the wrapper: torch.compile traces the wrapper with tensors that have no address.
+    for name, t in (("qkv", qkv), ("cos", cos), ("sin", sin)):
+        lib.require(t is None or t.data_ptr() % 16 == 0, f"{name} must start on a 16-byte boundary")
     tokens, width = qkv.shape
     head_dim = width // (q_heads + 2 * kv_heads)
     out = qkv.new_empty((tokens, q_heads * head_dim))
@@ -104,7 +107,5 @@ def short_attention(qkv: torch.Tensor, seq_len: int, q_heads: int, kv_heads: int
         lib.require(head_dim in KERNEL_HEAD_DIMS, f"head_dim must be 64 or 128 on the GPU, got {head_dim}")
         lib.require(q_heads <= 65535 and tokens // seq_len <= 2**31 - 1,
                     f"at most 65535 q_heads and 2**31 - 1 sequences, got {q_heads} and {tokens // seq_len}")
-        for name, t in (("qkv", qkv), ("cos", cos), ("sin", sin)):
-            lib.require(t is None or t.data_ptr() % 16 == 0, f"{name} must start on a 16-byte boundary")
     scale = 1.0 / math.sqrt(head_dim) if scale is None else float(scale)
     return torch.ops.voxcpm.short_attention(qkv, seq_len, q_heads, kv_heads, cos, sin, scale, bool(causal))
