@@ -206,13 +206,30 @@ struct Shape {
 
 int row_tiles(int m) { return (m + 7) / 8; }
 
-// Splits of k so the grid has about two blocks per multiprocessor, each split at least 4 chunks.
-Shape plan(int m, int n, int k, int sms) {
-    const int pairs = n / 32;  // 32 rows: two adjacent tiles, or one gate and one up tile
-    const int chunks = k / kChunk;
-    int splits = (2 * sms + pairs - 1) / pairs;
-    splits = std::max(1, std::min({splits, chunks / 4, kMaxSplits}));
-    return {pairs, splits, 2 * row_tiles(m) * 4 * 32};
+// Two chunks in flight per warp when many activation rows need registers, four otherwise.
+template <int MT> constexpr int unroll() { return MT > 2 ? 2 : 4; }
+
+template <typename T, int MT, int EPI> auto kernel_of() {
+    return skinny_gemm_kernel<T, MT, unroll<MT>(), EPI>;
+}
+
+template <int MT> int resident_blocks_of(int epilogue) {
+    int blocks = 0;
+    const cudaError_t error =
+        epilogue == kSwiGLU
+            ? cudaOccupancyMaxActiveBlocksPerMultiprocessor(&blocks, kernel_of<__nv_bfloat16, MT, kSwiGLU>(), kThreads, 0)
+            : cudaOccupancyMaxActiveBlocksPerMultiprocessor(&blocks, kernel_of<__nv_bfloat16, MT, kPlain>(), kThreads, 0);
+    return error == cudaSuccess ? std::max(blocks, 1) : 1;
+}
+
+// Blocks of one launch that fit on a multiprocessor at once (the fp16 twins use the same resources).
+int resident_blocks(int m, int epilogue) {
+    switch (row_tiles(m)) {
+        case 1: return resident_blocks_of<1>(epilogue);
+        case 2: return resident_blocks_of<2>(epilogue);
+        case 3: return resident_blocks_of<3>(epilogue);
+        default: return resident_blocks_of<4>(epilogue);
+    }
 }
 
 int multiprocessors() {
@@ -223,12 +240,20 @@ int multiprocessors() {
     return sms;
 }
 
+// Splits of k so the whole grid runs as one wave of resident blocks (a second, partial wave would
+// double the time of these one-round-trip kernels), each split at least 4 chunks.
+Shape plan(int m, int n, int k, int epilogue) {
+    const int pairs = n / 32;  // 32 rows: two adjacent tiles, or one gate and one up tile
+    const int chunks = k / kChunk;
+    const int slots = resident_blocks(m, epilogue) * multiprocessors();
+    const int splits = std::max(1, std::min({slots / std::max(pairs, 1), chunks / 4, kMaxSplits}));
+    return {pairs, splits, 2 * row_tiles(m) * 4 * 32};
+}
+
 template <typename T, int MT, int EPI>
 int launch_tiles(const void* x, const void* w, void* out, float* partials, int* counters, int m, int k, int out_cols,
                  int second, const Shape& shape, cudaStream_t stream) {
-    // Two chunks in flight per warp when many activation rows need registers, four otherwise.
-    constexpr int kUnroll = MT > 2 ? 2 : 4;
-    skinny_gemm_kernel<T, MT, kUnroll, EPI><<<dim3(shape.pairs, shape.splits), kThreads, 0, stream>>>(
+    kernel_of<T, MT, EPI>()<<<dim3(shape.pairs, shape.splits), kThreads, 0, stream>>>(
         static_cast<const T*>(x), static_cast<const T*>(w), static_cast<T*>(out), partials, counters, m, k, out_cols,
         second);
     return launch_status();
@@ -256,7 +281,7 @@ bool valid_shape(int64_t m, int64_t n, int64_t k, int epilogue) {
 extern "C" size_t voxcpm_skinny_gemm_workspace_bytes(int64_t m, int64_t n, int64_t k, int epilogue) {
     using namespace voxcpm;
     if (!valid_shape(m, n, k, epilogue)) return 0;
-    const Shape shape = plan(static_cast<int>(m), static_cast<int>(n), static_cast<int>(k), multiprocessors());
+    const Shape shape = plan(static_cast<int>(m), static_cast<int>(n), static_cast<int>(k), epilogue);
     if (shape.splits <= 1) return 0;
     return static_cast<size_t>(shape.pairs) * shape.splits * shape.values * sizeof(float);
 }
@@ -274,7 +299,7 @@ extern "C" int voxcpm_skinny_gemm(const void* x, const void* weight, void* out, 
     if (cudaGetDevice(&device) != cudaSuccess ||
         cudaDeviceGetAttribute(&major, cudaDevAttrComputeCapabilityMajor, device) != cudaSuccess || major < 8)
         return VOXCPM_ERROR_INVALID_ARGUMENT;  // mma.sync on bf16/fp16 needs sm_80 or newer
-    const Shape shape = plan(static_cast<int>(m), static_cast<int>(n), static_cast<int>(k), multiprocessors());
+    const Shape shape = plan(static_cast<int>(m), static_cast<int>(n), static_cast<int>(k), epilogue);
     const size_t needed = shape.splits > 1 ? static_cast<size_t>(shape.pairs) * shape.splits * shape.values * sizeof(float) : 0;
     if (workspace_bytes < needed || (needed > 0 && (workspace == nullptr || counters == nullptr)))
         return VOXCPM_ERROR_INVALID_ARGUMENT;
