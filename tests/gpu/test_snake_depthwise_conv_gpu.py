@@ -16,6 +16,7 @@ from voxcpm_triton.ops import library
 pytestmark = [
     pytest.mark.gpu,
     pytest.mark.skipif(not torch.cuda.is_available(), reason="needs a CUDA GPU"),
+    pytest.mark.usefixtures("no_tf32"),
 ]
 
 DEVICE = "cuda"
@@ -31,14 +32,6 @@ def kernels_loaded():
     if torch.cuda.is_available():
         assert library.library() is not None, f"kernels library not loaded ({library.library_status()}); " \
                                               "build it with build/build_kernels.sh"
-
-
-@pytest.fixture(autouse=True)
-def no_tf32():
-    saved = torch.backends.cuda.matmul.allow_tf32, torch.backends.cudnn.allow_tf32
-    torch.backends.cuda.matmul.allow_tf32 = torch.backends.cudnn.allow_tf32 = False
-    yield
-    torch.backends.cuda.matmul.allow_tf32, torch.backends.cudnn.allow_tf32 = saved
 
 
 def make(batch: int, channels: int, length: int, dtype: torch.dtype, seed: int, bias: bool = True):

@@ -129,14 +129,6 @@ def test_captured_in_a_cuda_graph_and_replayed_on_new_data():
     assert torch.equal(out_trimmed, ops.snake(fresh_source[..., -1031:], alpha))
 
 
-@pytest.fixture
-def no_tf32():
-    saved = torch.backends.cuda.matmul.allow_tf32, torch.backends.cudnn.allow_tf32
-    torch.backends.cuda.matmul.allow_tf32 = torch.backends.cudnn.allow_tf32 = False
-    yield
-    torch.backends.cuda.matmul.allow_tf32, torch.backends.cudnn.allow_tf32 = saved
-
-
 @pytest.fixture(scope="module")
 def gpu_vae() -> AudioVAE:
     config = config_dict("voxcpm2", "full")
