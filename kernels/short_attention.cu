@@ -1,11 +1,20 @@
 // Whole-sequence attention over short sequences (LocEnc, LocDiT: at most 32 tokens), read straight
 // from the fused qkv projection output, RoPE included, output written in o_proj's [tokens, Hq * d]
-// layout. One block serves `heads_per_block` query heads of one sequence that share one KV head: it
-// stages that head's K (rotated, rounded to the element type as the reference does) and V in shared
-// memory as fp32. A warp then serves R = 32 / TP query rows at once, TP >= seq_len lanes per row:
-// for the logits lane c of a row owns key c (one dot product over d from shared memory, no
-// shuffles); for the output it owns every TP-th vector of the row.
+// layout. A block serves query heads of one sequence that share one KV head and stages that head's
+// K (rotated, rounded to the element type as the reference does) and V in shared memory.
+//
+// bf16 / fp16 on compute capability >= 8 (tensor cores): the group's query rows (head-major, token
+// minor) form 16-row tiles, one per warp at a time. Logits = one mma.sync m16n8k16 per 16 dims and
+// 8 keys with fp32 accumulation (products of 16-bit values are exact in fp32). The probabilities are
+// fp32; the weighted sum feeds them to the tensor cores as hi + lo 16-bit parts (two mma per tile),
+// which keeps ~16 of their mantissa bits instead of the 8 one bf16 rounding would.
+//
+// fp32 (and older GPUs): CUDA cores, K and V staged as fp32. A warp serves R = 32 / TP query rows at
+// once, TP >= seq_len lanes per row: for the logits lane c of a row owns key c (one dot product over
+// d from shared memory, no shuffles); for the output it owns every TP-th vector of the row.
 #include <math.h>
+
+#include <type_traits>
 
 #include "common.cuh"
 
@@ -23,7 +32,9 @@ struct ShortArgs {
     const float* cos;
     const float* sin;
     void* out;
-    int seq_len, q_heads, kv_heads, heads_per_block;
+    int seq_len, q_heads, kv_heads;
+    int heads_per_block;  // CUDA-core kernel: query heads per block (a divisor of the group size)
+    int tiles_per_block;  // tensor-core kernel: 16-row query tiles per block
     float scale_log2;  // softmax scale folded with log2(e): exp2 replaces exp
     int causal;
 };
@@ -46,14 +57,13 @@ __device__ __forceinline__ void store_f32(float* p, const float (&in)[N]) {
     for (int i = 0; i < N; i += 4) *reinterpret_cast<float4*>(p + i) = make_float4(in[i], in[i + 1], in[i + 2], in[i + 3]);
 }
 
-// Loads VEC rotate-half pairs (dims e.., e + D/2..) of one head row, rotates them by table row `t`
-// (when tables are given) and stores them, rounded to T like apply_rope's result, to `dst` (fp32).
-// Products are rounded on their own (no fused multiply-add), as the reference's fp32 expression is.
+// Loads VEC rotate-half pairs (dims e.., e + D/2..) of one head row into x1, x2 and rotates them by
+// table row `t` (when tables are given), rounded to T like apply_rope's result. Products are rounded
+// on their own (no fused multiply-add), as the reference's fp32 expression is.
 template <typename T, int D, int VEC>
-__device__ __forceinline__ void stage_rotated(const T* src, float* dst, const float* cos, const float* sin, int t,
-                                              int e) {
+__device__ __forceinline__ void load_rotated(const T* src, const float* cos, const float* sin, int t, int e,
+                                             float (&x1)[VEC], float (&x2)[VEC]) {
     constexpr int HALF = D / 2;
-    float x1[VEC], x2[VEC];
     load_vec<T, VEC>(src + e, x1);
     load_vec<T, VEC>(src + e + HALF, x2);
     if (cos != nullptr) {
@@ -70,8 +80,16 @@ __device__ __forceinline__ void stage_rotated(const T* src, float* dst, const fl
             x2[i] = round_to<T>(y2);
         }
     }
+}
+
+// load_rotated, stored as fp32 to dst (dims e.., e + D/2..).
+template <typename T, int D, int VEC>
+__device__ __forceinline__ void stage_rotated(const T* src, float* dst, const float* cos, const float* sin, int t,
+                                              int e) {
+    float x1[VEC], x2[VEC];
+    load_rotated<T, D, VEC>(src, cos, sin, t, e, x1, x2);
     store_f32<VEC>(dst + e, x1);
-    store_f32<VEC>(dst + e + HALF, x2);
+    store_f32<VEC>(dst + e + D / 2, x2);
 }
 
 template <int N>
@@ -224,6 +242,280 @@ int launch_for_length(const ShortArgs& a, int64_t sequences, cudaStream_t stream
     return launch<T, D, 32>(a, sequences, stream);
 }
 
+// ---- Tensor-core kernel (bf16 / fp16) ----
+
+constexpr int kMmaWarps = 4;
+constexpr int kMmaThreads = kMmaWarps * 32;
+constexpr int kTile = 16;  // query rows per warp tile (the mma's M)
+
+template <typename T> struct MmaType;
+template <> struct MmaType<__nv_bfloat16> {
+    static __device__ __forceinline__ uint32_t pack(float lo, float hi) {
+        __nv_bfloat162 v = __floats2bfloat162_rn(lo, hi);
+        return *reinterpret_cast<uint32_t*>(&v);
+    }
+    // d += a (16x16, row-major) * b (16x8, column-major), fp32 accumulators.
+    static __device__ __forceinline__ void mma(float (&d)[4], const uint32_t (&a)[4], uint32_t b0, uint32_t b1) {
+#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 800  // the host launches this kernel on sm_80+ only
+        asm volatile(
+            "mma.sync.aligned.m16n8k16.row.col.f32.bf16.bf16.f32 {%0, %1, %2, %3}, {%4, %5, %6, %7}, {%8, %9}, "
+            "{%0, %1, %2, %3};\n"
+            : "+f"(d[0]), "+f"(d[1]), "+f"(d[2]), "+f"(d[3])
+            : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "r"(b0), "r"(b1));
+#endif
+    }
+};
+template <> struct MmaType<__half> {
+    static __device__ __forceinline__ uint32_t pack(float lo, float hi) {
+        __half2 v = __floats2half2_rn(lo, hi);
+        return *reinterpret_cast<uint32_t*>(&v);
+    }
+    static __device__ __forceinline__ void mma(float (&d)[4], const uint32_t (&a)[4], uint32_t b0, uint32_t b1) {
+#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 800  // the host launches this kernel on sm_80+ only
+        asm volatile(
+            "mma.sync.aligned.m16n8k16.row.col.f32.f16.f16.f32 {%0, %1, %2, %3}, {%4, %5, %6, %7}, {%8, %9}, "
+            "{%0, %1, %2, %3};\n"
+            : "+f"(d[0]), "+f"(d[1]), "+f"(d[2]), "+f"(d[3])
+            : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "r"(b0), "r"(b1));
+#endif
+    }
+};
+
+// Four 8x8 16-bit matrices from shared memory; lanes 8i..8i+7 give the row addresses of matrix i.
+__device__ __forceinline__ void ldmatrix_x4(uint32_t (&r)[4], const void* row) {
+#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 800
+    const auto addr = static_cast<uint32_t>(__cvta_generic_to_shared(row));
+    asm volatile("ldmatrix.sync.aligned.m8n8.x4.shared.b16 {%0, %1, %2, %3}, [%4];\n"
+                 : "=r"(r[0]), "=r"(r[1]), "=r"(r[2]), "=r"(r[3])
+                 : "r"(addr)
+                 : "memory");
+#else
+    (void)row;
+    r[0] = r[1] = r[2] = r[3] = 0u;
+#endif
+}
+
+__device__ __forceinline__ void ldmatrix_x4_trans(uint32_t (&r)[4], const void* row) {
+#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 800
+    const auto addr = static_cast<uint32_t>(__cvta_generic_to_shared(row));
+    asm volatile("ldmatrix.sync.aligned.m8n8.x4.trans.shared.b16 {%0, %1, %2, %3}, [%4];\n"
+                 : "=r"(r[0]), "=r"(r[1]), "=r"(r[2]), "=r"(r[3])
+                 : "r"(addr)
+                 : "memory");
+#else
+    (void)row;
+    r[0] = r[1] = r[2] = r[3] = 0u;
+#endif
+}
+
+// Probabilities (p0, p1) as the 16-bit pair hi plus the pair lo = what hi leaves out.
+template <typename T>
+__device__ __forceinline__ void split_pair(float p0, float p1, uint32_t& hi, uint32_t& lo) {
+    const float h0 = round_to<T>(p0);
+    const float h1 = round_to<T>(p1);
+    hi = MmaType<T>::pack(h0, h1);
+    lo = MmaType<T>::pack(p0 - h0, p1 - h1);
+}
+
+// Thread layouts (PTX ISA, mma.m16n8k16): with g = lane / 4 and q = lane % 4, accumulator tile
+// element (row, col) sits in c[0..1] at (g, 2q..2q+1) and c[2..3] at (g + 8, 2q..2q+1); the A
+// fragment of a 16x16 tile is a[0]: (g, 2q..), a[1]: (g + 8, 2q..), a[2]: (g, 2q + 8..), a[3]:
+// (g + 8, 2q + 8..), so two neighbouring accumulator tiles of P are the A fragment of one k-step.
+template <typename T, int D, int TPAD>
+__global__ void __launch_bounds__(kMmaThreads) short_attention_mma_kernel(ShortArgs a) {
+    constexpr int VEC = 8;                // 16-bit elements per 16-byte access
+    constexpr int HALF = D / 2;
+    constexpr int PAIR_VECS = HALF / VEC;
+    constexpr int LD = D + 8;             // shared row stride: ldmatrix's 8 rows land on distinct banks
+    constexpr int KEY_TILES = TPAD / 8;   // logits accumulator tiles (8 keys each)
+    constexpr int OUT_TILES = D / 8;      // output accumulator tiles (8 dims each)
+    static_assert(TPAD % 16 == 0 && D % 16 == 0, "unsupported tile");
+
+    __shared__ alignas(16) T ks[TPAD * LD];
+    __shared__ alignas(16) T vs[TPAD * LD];
+    __shared__ alignas(16) T qs[kMmaWarps][kTile * LD];  // a warp's query tile, then its output tile
+
+    const int L = a.seq_len;
+    const int lane = threadIdx.x & 31;
+    const int warp = threadIdx.x >> 5;
+    const int group = a.q_heads / a.kv_heads;
+    const int group_rows = group * L;
+    const int tiles = (group_rows + kTile - 1) / kTile;
+    const int chunks = (tiles + a.tiles_per_block - 1) / a.tiles_per_block;
+    const int kv_head = blockIdx.y / chunks;
+    const int tile0 = (blockIdx.y - kv_head * chunks) * a.tiles_per_block;
+    const int tile_end = min(tile0 + a.tiles_per_block, tiles);
+    const int64_t seq = blockIdx.x;
+    const int64_t width = static_cast<int64_t>(a.q_heads + 2 * a.kv_heads) * D;
+    const T* rows = static_cast<const T*>(a.qkv) + seq * L * width;
+
+    // Keys and values; rows past the sequence are zero (their probabilities are 0, and 0 * 0 = 0).
+    const T* k_src = rows + static_cast<int64_t>(a.q_heads + kv_head) * D;
+    for (int i = threadIdx.x; i < TPAD * PAIR_VECS; i += kMmaThreads) {
+        const int t = i / PAIR_VECS;
+        const int e = (i - t * PAIR_VECS) * VEC;
+        float x1[VEC] = {}, x2[VEC] = {};
+        if (t < L) load_rotated<T, D, VEC>(k_src + t * width, a.cos, a.sin, t, e, x1, x2);
+        store_vec<T, VEC>(ks + t * LD + e, x1);
+        store_vec<T, VEC>(ks + t * LD + e + HALF, x2);
+    }
+    const T* v_src = rows + static_cast<int64_t>(a.q_heads + a.kv_heads + kv_head) * D;
+    for (int i = threadIdx.x; i < TPAD * (D / VEC); i += kMmaThreads) {
+        const int t = i / (D / VEC);
+        const int e = (i - t * (D / VEC)) * VEC;
+        uint4 v = make_uint4(0u, 0u, 0u, 0u);  // VEC 16-bit elements
+        if (t < L) v = *reinterpret_cast<const uint4*>(v_src + t * width + e);
+        *reinterpret_cast<uint4*>(vs + t * LD + e) = v;
+    }
+    __syncthreads();
+
+    T* tile_smem = qs[warp];
+    const int g = lane >> 2;
+    const int q4 = lane & 3;
+    for (int tile = tile0 + warp; tile < tile_end; tile += kMmaWarps) {
+        // Query rows of the tile, rotated; rows past the group repeat its last row (never stored).
+        for (int i = lane; i < kTile * PAIR_VECS; i += 32) {
+            const int r = i / PAIR_VECS;
+            const int e = (i - r * PAIR_VECS) * VEC;
+            const int row = min(tile * kTile + r, group_rows - 1);
+            const int t = row % L;
+            const T* q_src = rows + t * width + static_cast<int64_t>(kv_head * group + row / L) * D;
+            float x1[VEC], x2[VEC];
+            load_rotated<T, D, VEC>(q_src, a.cos, a.sin, t, e, x1, x2);
+            store_vec<T, VEC>(tile_smem + r * LD + e, x1);
+            store_vec<T, VEC>(tile_smem + r * LD + e + HALF, x2);
+        }
+        __syncwarp();
+
+        float s[KEY_TILES][4];
+#pragma unroll
+        for (int j = 0; j < KEY_TILES; ++j) s[j][0] = s[j][1] = s[j][2] = s[j][3] = 0.f;
+#pragma unroll
+        for (int k = 0; k < D; k += 16) {
+            uint32_t q_frag[4];
+            ldmatrix_x4(q_frag, tile_smem + (lane & 15) * LD + k + (lane >> 4) * 8);
+#pragma unroll
+            for (int j = 0; j < KEY_TILES; j += 2) {
+                // Key tiles j and j + 1, dims k.. and k + 8..: K's rows are the column-major B operand.
+                uint32_t k_frag[4];
+                ldmatrix_x4(k_frag, ks + (j * 8 + (lane >> 4) * 8 + (lane & 7)) * LD + k + ((lane >> 3) & 1) * 8);
+                MmaType<T>::mma(s[j], q_frag, k_frag[0], k_frag[1]);
+                MmaType<T>::mma(s[j + 1], q_frag, k_frag[2], k_frag[3]);
+            }
+        }
+
+        // Softmax of rows g and g + 8 of the tile; a row's logits are spread over one lane quad.
+        const int t_lo = min(tile * kTile + g, group_rows - 1) % L;
+        const int t_hi = min(tile * kTile + g + 8, group_rows - 1) % L;
+        float max_lo = -INFINITY, max_hi = -INFINITY;
+#pragma unroll
+        for (int j = 0; j < KEY_TILES; ++j)
+#pragma unroll
+            for (int c = 0; c < 2; ++c) {
+                const int key = j * 8 + 2 * q4 + c;
+                const bool live = key < L;
+                s[j][c] = live && (!a.causal || key <= t_lo) ? s[j][c] * a.scale_log2 : -INFINITY;
+                s[j][2 + c] = live && (!a.causal || key <= t_hi) ? s[j][2 + c] * a.scale_log2 : -INFINITY;
+                max_lo = fmaxf(max_lo, s[j][c]);
+                max_hi = fmaxf(max_hi, s[j][2 + c]);
+            }
+#pragma unroll
+        for (int off = 1; off < 4; off <<= 1) {
+            max_lo = fmaxf(max_lo, __shfl_xor_sync(0xffffffffu, max_lo, off));
+            max_hi = fmaxf(max_hi, __shfl_xor_sync(0xffffffffu, max_hi, off));
+        }
+        float sum_lo = 0.f, sum_hi = 0.f;  // key 0 is always live: both maxima are finite
+#pragma unroll
+        for (int j = 0; j < KEY_TILES; ++j)
+#pragma unroll
+            for (int c = 0; c < 2; ++c) {
+                s[j][c] = exp2f(s[j][c] - max_lo);
+                s[j][2 + c] = exp2f(s[j][2 + c] - max_hi);
+                sum_lo += s[j][c];
+                sum_hi += s[j][2 + c];
+            }
+#pragma unroll
+        for (int off = 1; off < 4; off <<= 1) {
+            sum_lo += __shfl_xor_sync(0xffffffffu, sum_lo, off);
+            sum_hi += __shfl_xor_sync(0xffffffffu, sum_hi, off);
+        }
+
+        float o[OUT_TILES][4];
+#pragma unroll
+        for (int j = 0; j < OUT_TILES; ++j) o[j][0] = o[j][1] = o[j][2] = o[j][3] = 0.f;
+#pragma unroll
+        for (int kt = 0; kt < KEY_TILES; kt += 2) {
+            uint32_t p_hi[4], p_lo[4];
+            split_pair<T>(s[kt][0], s[kt][1], p_hi[0], p_lo[0]);
+            split_pair<T>(s[kt][2], s[kt][3], p_hi[1], p_lo[1]);
+            split_pair<T>(s[kt + 1][0], s[kt + 1][1], p_hi[2], p_lo[2]);
+            split_pair<T>(s[kt + 1][2], s[kt + 1][3], p_hi[3], p_lo[3]);
+#pragma unroll
+            for (int j = 0; j < OUT_TILES; j += 2) {
+                // Keys kt * 8.. and kt * 8 + 8.. of dim tiles j and j + 1: V's rows, transposed.
+                uint32_t v_frag[4];
+                ldmatrix_x4_trans(v_frag, vs + (kt * 8 + ((lane >> 3) & 1) * 8 + (lane & 7)) * LD + (j + (lane >> 4)) * 8);
+                MmaType<T>::mma(o[j], p_hi, v_frag[0], v_frag[1]);
+                MmaType<T>::mma(o[j], p_lo, v_frag[0], v_frag[1]);
+                MmaType<T>::mma(o[j + 1], p_hi, v_frag[2], v_frag[3]);
+                MmaType<T>::mma(o[j + 1], p_lo, v_frag[2], v_frag[3]);
+            }
+        }
+
+        // Normalised rows through shared memory, so each output row leaves as 16-byte stores.
+        __syncwarp();  // every lane's ldmatrix of the query tile is done
+        const float inv_lo = 1.f / sum_lo;
+        const float inv_hi = 1.f / sum_hi;
+#pragma unroll
+        for (int j = 0; j < OUT_TILES; ++j) {
+            *reinterpret_cast<uint32_t*>(tile_smem + g * LD + j * 8 + 2 * q4) =
+                MmaType<T>::pack(o[j][0] * inv_lo, o[j][1] * inv_lo);
+            *reinterpret_cast<uint32_t*>(tile_smem + (g + 8) * LD + j * 8 + 2 * q4) =
+                MmaType<T>::pack(o[j][2] * inv_hi, o[j][3] * inv_hi);
+        }
+        __syncwarp();
+        for (int i = lane; i < kTile * (D / VEC); i += 32) {
+            const int r = i / (D / VEC);
+            const int e = (i - r * (D / VEC)) * VEC;
+            const int row = tile * kTile + r;
+            if (row < group_rows) {
+                T* dst = static_cast<T*>(a.out) +
+                         ((seq * L + row % L) * a.q_heads + kv_head * group + row / L) * static_cast<int64_t>(D) + e;
+                *reinterpret_cast<Vec<T, VEC>*>(dst) = *reinterpret_cast<const Vec<T, VEC>*>(tile_smem + r * LD + e);
+            }
+        }
+        __syncwarp();  // the next tile overwrites this warp's shared tile
+    }
+}
+
+template <typename T, int D, int TPAD>
+int launch_mma(const ShortArgs& a, int64_t sequences, int chunks, cudaStream_t stream) {
+    const dim3 grid(static_cast<unsigned>(sequences), a.kv_heads * chunks);
+    short_attention_mma_kernel<T, D, TPAD><<<grid, kMmaThreads, 0, stream>>>(a);
+    return launch_status();
+}
+
+template <typename T>
+int launch_mma_for_shape(const ShortArgs& a, int64_t sequences, int head_dim, int chunks, cudaStream_t stream) {
+    if (head_dim == 64)
+        return a.seq_len <= 16 ? launch_mma<T, 64, 16>(a, sequences, chunks, stream)
+                               : launch_mma<T, 64, 32>(a, sequences, chunks, stream);
+    return a.seq_len <= 16 ? launch_mma<T, 128, 16>(a, sequences, chunks, stream)
+                           : launch_mma<T, 128, 32>(a, sequences, chunks, stream);
+}
+
+// Query tiles per block: a KV head's group split into as few equal chunks (K/V staged once per
+// chunk) as give every warp at most one tile and the grid >= ~2 blocks per multiprocessor.
+int tiles_per_block(int64_t sequences, int q_heads, int kv_heads, int seq_len, int sms) {
+    const int tiles = ((q_heads / kv_heads) * seq_len + kTile - 1) / kTile;
+    const int64_t target = 2 * static_cast<int64_t>(sms);
+    for (int chunks = (tiles + kMmaWarps - 1) / kMmaWarps; chunks < tiles; ++chunks) {
+        const int per = (tiles + chunks - 1) / chunks;
+        if (sequences * kv_heads * ((tiles + per - 1) / per) >= target) return per;
+    }
+    return 1;
+}
+
 // Query heads per block: the whole group sharing a KV head (K/V staged once for all of them) unless
 // that leaves fewer than ~2 blocks (16 warps) per multiprocessor, then fewer heads so small batches
 // spread out.
@@ -253,8 +545,10 @@ extern "C" int voxcpm_short_attention(const void* qkv, const float* cos, const f
     if (sequences == 0) return 0;
     int device = 0;
     int sms = 0;
+    int major = 0;
     int err = static_cast<int>(cudaGetDevice(&device));
     if (err == 0) err = static_cast<int>(cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, device));
+    if (err == 0) err = static_cast<int>(cudaDeviceGetAttribute(&major, cudaDevAttrComputeCapabilityMajor, device));
     if (err != 0) return err;
 
     ShortArgs a{};
@@ -266,11 +560,18 @@ extern "C" int voxcpm_short_attention(const void* qkv, const float* cos, const f
     a.q_heads = q_heads;
     a.kv_heads = kv_heads;
     a.heads_per_block = heads_per_block(sequences, q_heads, kv_heads, sms);
+    a.tiles_per_block = tiles_per_block(sequences, q_heads, kv_heads, seq_len, sms);
     a.scale_log2 = scale * kLog2e;
     a.causal = causal != 0;
+    const int tiles = ((q_heads / kv_heads) * seq_len + kTile - 1) / kTile;
+    const int chunks = (tiles + a.tiles_per_block - 1) / a.tiles_per_block;
+    if (static_cast<int64_t>(kv_heads) * chunks > 65535) return VOXCPM_ERROR_INVALID_ARGUMENT;
     auto s = static_cast<cudaStream_t>(stream);
     return dispatch_dtype(dtype, [&](auto tag) {
         using T = decltype(tag);
+        if constexpr (!std::is_same_v<T, float>) {
+            if (major >= 8) return launch_mma_for_shape<T>(a, sequences, head_dim, chunks, s);
+        }
         if (head_dim == 64) return launch_for_length<T, 64>(a, sequences, s);
         return launch_for_length<T, 128>(a, sequences, s);
     });

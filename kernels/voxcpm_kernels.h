@@ -102,7 +102,9 @@ VOXCPM_API int voxcpm_decode_attention(const void* q, const void* k_cache, const
  *     no rotation. Rotated q and k are rounded to dtype before the products, as the reference is.
  *   out: [sequences * seq_len, q_heads * head_dim] contiguous:
  *     softmax(q k^T * scale) v over all keys of the sequence (keys <= the query's position when
- *     causal != 0); logits, softmax and the weighted sum in fp32.
+ *     causal != 0); logits and softmax in fp32. The weighted sum takes the fp32 probabilities
+ *     whole (fp32 data, GPUs before compute capability 8) or as two 16-bit parts on the tensor
+ *     cores (bf16 / fp16: about 16 of their mantissa bits), accumulating in fp32.
  * 1 <= seq_len <= 32; head_dim in {64, 128}; qkv, out (and cos, sin) 16-byte aligned.
  */
 VOXCPM_API int voxcpm_short_attention(const void* qkv, const float* cos, const float* sin,

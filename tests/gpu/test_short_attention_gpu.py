@@ -6,9 +6,11 @@ bit-identical whatever else is in the batch (the launch's heads-per-block change
 compiles with torch.compile(fullgraph=True).
 
 Tolerances (absolute and relative, per dtype): bf16 1.6e-2 (two bf16 ulps near 1), fp16 2e-3,
-fp32 2e-5. The kernel and the reference round rotated q and k identically and compute in fp32; they
-differ only in summation order before the final rounding. Against cuDNN/flash SDPA (which rounds the
-probabilities to bf16 before the weighted sum) the bf16 bound is the same.
+fp32 2e-5. The kernel and the reference round rotated q and k identically and compute the logits and
+softmax in fp32; in bf16 / fp16 the tensor-core weighted sum keeps ~16 mantissa bits of each
+probability (hi + lo parts), far below one output ulp, so they differ by about one final rounding.
+Against cuDNN/flash SDPA (which rounds the probabilities to bf16 before the weighted sum) the bf16
+bound is the same.
 """
 
 from __future__ import annotations
