@@ -367,13 +367,10 @@ __global__ void __launch_bounds__(kMmaThreads) short_attention_mma_kernel(ShortA
         if (t < L) v = *reinterpret_cast<const uint4*>(v_src + t * width + e);
         *reinterpret_cast<uint4*>(vs + t * LD + e) = v;
     }
-    __syncthreads();
 
     T* tile_smem = qs[warp];
-    const int g = lane >> 2;
-    const int q4 = lane & 3;
-    for (int tile = tile0 + warp; tile < tile_end; tile += kMmaWarps) {
-        // Query rows of the tile, rotated; rows past the group repeat its last row (never stored).
+    // Query rows of a tile, rotated; rows past the group repeat its last row (never stored).
+    const auto stage_queries = [&](int tile) {
         for (int i = lane; i < kTile * PAIR_VECS; i += 32) {
             const int r = i / PAIR_VECS;
             const int e = (i - r * PAIR_VECS) * VEC;
@@ -385,8 +382,14 @@ __global__ void __launch_bounds__(kMmaThreads) short_attention_mma_kernel(ShortA
             store_vec<T, VEC>(tile_smem + r * LD + e, x1);
             store_vec<T, VEC>(tile_smem + r * LD + e + HALF, x2);
         }
-        __syncwarp();
+    };
+    // The first tile's queries load alongside the keys and values: one global round trip, not two.
+    if (tile0 + warp < tile_end) stage_queries(tile0 + warp);
+    __syncthreads();
 
+    const int g = lane >> 2;
+    const int q4 = lane & 3;
+    for (int tile = tile0 + warp; tile < tile_end; tile += kMmaWarps) {
         float s[KEY_TILES][4];
 #pragma unroll
         for (int j = 0; j < KEY_TILES; ++j) s[j][0] = s[j][1] = s[j][2] = s[j][3] = 0.f;
@@ -484,7 +487,11 @@ __global__ void __launch_bounds__(kMmaThreads) short_attention_mma_kernel(ShortA
                 *reinterpret_cast<Vec<T, VEC>*>(dst) = *reinterpret_cast<const Vec<T, VEC>*>(tile_smem + r * LD + e);
             }
         }
-        __syncwarp();  // the next tile overwrites this warp's shared tile
+        if (tile + kMmaWarps < tile_end) {
+            __syncwarp();  // the output rows are read out before the next queries overwrite them
+            stage_queries(tile + kMmaWarps);
+            __syncwarp();
+        }
     }
 }
 
