@@ -1,10 +1,12 @@
-"""The serving loop around the continuous-batching Engine, run by two threads the ar_decoder model
-owns: the engine thread steps the engine while it has work; the delivery thread routes each step's
-outputs to the streams' sinks and handles cancellation. Sending a response is a round trip to the
-Triton server process (~0.1-0.4 ms, the GIL released meanwhile), so sending step N's windows
-overlaps step N+1 instead of adding to it; at most two steps wait for delivery.
+"""The serving loop around the continuous-batching Engine, run by threads the ar_decoder model owns:
+the engine thread steps the engine while it has work; delivery threads route each step's outputs to
+the streams' sinks and handle cancellation. Sending a response is a round trip to the Triton server
+process (~0.1-0.4 ms, the GIL released meanwhile), so sending step N's windows overlaps step N+1
+instead of adding to it, and the streams are shared among several delivery threads: at 256 streams
+one thread would spend a whole ~50 ms step sending. Each stream stays on the delivery thread it was
+given at submit (its windows arrive in order); at most two steps wait for any delivery thread.
 
-Sinks hide Triton: the ar_decoder wraps a response sender in one; tests can use a list. Only the
+Sinks hide Triton: the ar_decoder wraps a response sender in one; tests can use a list. Only its
 delivery thread uses a registered sink, and a stream ends exactly once, through finish() (last
 patch, or cancelled) or fail(message)."""
 
@@ -35,10 +37,11 @@ class EngineLoop:
     Asking a sink whether its client went away is a round trip to the Triton server process, too
     dear to do for every stream on every step: after each step at most `cancel_checks_per_step`
     sinks are asked, in turn, so with S streams each is asked every S / cancel_checks_per_step
-    steps. `on_live_slots` is called when the engine's slot count changes. `cancel_source`, when
-    given, is called once per step with the live stream ids and returns those to end (the
-    ar_decoder's view of cancellations posted by its other instances). `before_step`, when given,
-    is called with the number of live streams before each step and may block (back-pressure)."""
+    steps (per delivery thread). `on_live_slots` is called when the engine's slot count changes.
+    `cancel_source`, when given, is called once per step and delivery thread with that thread's
+    live stream ids and returns those to end (the ar_decoder's view of cancellations posted by its
+    other instances). `before_step`, when given, is called with the number of live streams before
+    each step and may block (back-pressure). `delivery_threads` share the streams' sinks."""
 
     def __init__(
         self,
@@ -47,28 +50,36 @@ class EngineLoop:
         cancel_checks_per_step: int = 8,
         cancel_source: Callable[[list[str]], list[str]] | None = None,
         before_step: Callable[[int], None] | None = None,
+        delivery_threads: int = 4,
     ) -> None:
         if cancel_checks_per_step < 1:
             raise ValueError(f"cancel_checks_per_step={cancel_checks_per_step}; must be >= 1")
+        if delivery_threads < 1:
+            raise ValueError(f"delivery_threads={delivery_threads}; must be >= 1")
         self._engine = engine
         self._on_live_slots = on_live_slots
         self._cancel_checks = cancel_checks_per_step
         self._cancel_source = cancel_source
         self._before_step = before_step
         self._sinks: dict[str, StreamSink] = {}
+        self._owner: dict[str, int] = {}  # request id -> the delivery thread that uses its sink
+        self._submitted = 0
         self._lock = threading.Lock()
         self._wake = threading.Condition(self._lock)
         self._stopping = False
-        self._next_check = 0  # round-robin position among the live sinks
-        self._to_cancel: set[str] = set()  # asked for by cancel(); done on the delivery thread
+        self._next_check = [0] * delivery_threads  # round-robin position among each thread's sinks
+        self._to_cancel: set[str] = set()  # asked for by cancel(); done on the delivery threads
         self._reported_slots = 0
-        # Step outputs waiting for delivery; a failure message (str) fails every stream; None ends.
-        self._outbox: queue.Queue = queue.Queue(maxsize=2)
+        # Per delivery thread, its share of each step's outputs; a failure message (str) fails
+        # every stream; None ends the thread.
+        self._outboxes: list[queue.Queue] = [queue.Queue(maxsize=2) for _ in range(delivery_threads)]
         self._thread = threading.Thread(target=self._run, name="voxcpm-engine", daemon=True)
-        self._delivery = threading.Thread(target=self._deliver_loop, name="voxcpm-delivery", daemon=True)
+        self._delivery = [threading.Thread(target=self._deliver_loop, args=(worker,), name=f"voxcpm-delivery-{worker}",
+                                           daemon=True) for worker in range(delivery_threads)]
 
     def start(self) -> None:
-        self._delivery.start()
+        for thread in self._delivery:
+            thread.start()
         self._thread.start()
 
     @property
@@ -86,10 +97,12 @@ class EngineLoop:
                 return
             # The sink is registered before the engine can produce anything for it.
             self._sinks[request.request_id] = sink
+            self._owner[request.request_id] = self._submitted % len(self._outboxes)
+            self._submitted += 1
             try:
                 self._engine.submit(request)
             except ValueError as exc:
-                del self._sinks[request.request_id]
+                del self._sinks[request.request_id], self._owner[request.request_id]
                 sink.fail(str(exc))
                 return
             self._wake.notify()
@@ -111,11 +124,14 @@ class EngineLoop:
             self._stopping = True
             self._wake.notify()
         self._thread.join(timeout_s)
-        self._outbox.put(None)  # after the engine thread's last outputs
-        self._delivery.join(timeout_s)
+        for outbox in self._outboxes:
+            outbox.put(None)  # after the engine thread's last outputs
+        for thread in self._delivery:
+            thread.join(timeout_s)
         with self._lock:
             leftover = list(self._sinks.items())
             self._sinks.clear()
+            self._owner.clear()
         for request_id, sink in leftover:
             self._engine.cancel(request_id)
             sink.fail("the model is shutting down")
@@ -135,22 +151,30 @@ class EngineLoop:
                 outputs = self._engine.step()
             except Exception as exc:  # a failed step must not leave streams hanging
                 log.exception("engine step failed")
-                self._outbox.put(f"engine step failed: {type(exc).__name__}: {exc}")
+                for outbox in self._outboxes:
+                    outbox.put(f"engine step failed: {type(exc).__name__}: {exc}")
                 continue
-            self._outbox.put(outputs)  # waits while two steps are still being delivered
+            shares: list[list] = [[] for _ in self._outboxes]
+            with self._lock:
+                for output in outputs:  # a stream no longer registered was cancelled: dropped
+                    owner = self._owner.get(output.request_id)
+                    if owner is not None:
+                        shares[owner].append(output)
+            for outbox, share in zip(self._outboxes, shares):
+                outbox.put(share)  # waits while that thread still delivers two steps
             self._report_slots()
 
-    def _deliver_loop(self) -> None:
+    def _deliver_loop(self, worker: int) -> None:
         while True:
-            item = self._outbox.get()
+            item = self._outboxes[worker].get()
             if item is None:
                 return
             if isinstance(item, str):
-                self._fail_all(item)
+                self._fail_all(item, worker)
                 continue
             for output in item:
                 self._deliver(output)
-            self._drop_cancelled()
+            self._drop_cancelled(worker)
 
     def _report_slots(self) -> None:
         count = self._engine.live_slots
@@ -162,7 +186,7 @@ class EngineLoop:
         with self._lock:
             sink = self._sinks.get(output.request_id)
             if sink is not None and (output.finished or output.error):
-                del self._sinks[output.request_id]
+                self._forget(output.request_id)
         if sink is None:  # cancelled between the step and now
             return
         if output.error:
@@ -173,29 +197,42 @@ class EngineLoop:
         if output.finished:
             sink.finish()
 
-    def _drop_cancelled(self) -> None:
+    def _forget(self, request_id: str) -> None:
+        """Unregister a stream (the caller holds the lock)."""
+        self._sinks.pop(request_id, None)
+        self._owner.pop(request_id, None)
+
+    def _own_sinks(self, worker: int) -> list[tuple[str, StreamSink]]:
+        """The live sinks this delivery thread uses (the caller holds the lock)."""
+        return [(request_id, sink) for request_id, sink in self._sinks.items() if self._owner.get(request_id) == worker]
+
+    def _drop_cancelled(self, worker: int) -> None:
         with self._lock:
-            asked, self._to_cancel = self._to_cancel, set()
-            sinks = list(self._sinks.items())
+            sinks = self._own_sinks(worker)
+            asked = {request_id for request_id, _ in sinks if request_id in self._to_cancel}
+            self._to_cancel -= asked
+            # Ids cancelled but no longer registered (finished meanwhile) are forgotten.
+            self._to_cancel &= self._sinks.keys()
         if self._cancel_source is not None and sinks:
             asked.update(self._cancel_source([request_id for request_id, _ in sinks]))
         polled = [item for item in sinks if item[0] not in asked]
         if len(polled) > self._cancel_checks:
-            start = self._next_check % len(polled)
-            self._next_check = start + self._cancel_checks
+            start = self._next_check[worker] % len(polled)
+            self._next_check[worker] = start + self._cancel_checks
             polled = (polled[start:] + polled[:start])[: self._cancel_checks]
         for request_id, sink in [item for item in sinks if item[0] in asked] + polled:
             if request_id not in asked and not sink.is_cancelled():
                 continue
             self._engine.cancel(request_id)
             with self._lock:
-                self._sinks.pop(request_id, None)
+                self._forget(request_id)
             sink.finish()
 
-    def _fail_all(self, message: str) -> None:
+    def _fail_all(self, message: str, worker: int) -> None:
         with self._lock:
-            sinks = list(self._sinks.items())
-            self._sinks.clear()
+            sinks = self._own_sinks(worker)
+            for request_id, _ in sinks:
+                self._forget(request_id)
         for request_id, sink in sinks:
             self._engine.cancel(request_id)
             sink.fail(message)
