@@ -182,3 +182,47 @@ def test_cancel_source_is_asked_every_step(model):
     assert sink.ended.wait(30)
     assert sink.endings == ["finish"] and len(sink.windows) <= 1
     loop.stop()
+
+
+class ThreadRecordingSink(SlowSink):
+    """Records which threads used it: a sink must only ever be used by one delivery thread."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.threads: set[int] = set()
+
+    def send_window(self, window):
+        self.threads.add(threading.get_ident())
+        super().send_window(window)
+
+    def finish(self):
+        self.threads.add(threading.get_ident())
+        super().finish()
+
+
+@pytest.mark.parametrize("delivery_threads", [1, 3])
+def test_streams_are_shared_among_delivery_threads_in_order(model, delivery_threads):
+    ids = [f"s{i}" for i in range(4)]
+    make = lambda: [_request(model, rid, [5 + i, 9, 12], 4 + i, seed=i) for i, rid in enumerate(ids)]
+    expected = _direct(model, make())
+    loop = EngineLoop(_engine(model), delivery_threads=delivery_threads)
+    loop.start()
+    sinks = {rid: ThreadRecordingSink() for rid in ids}
+    for request in make():
+        loop.submit(request, sinks[request.request_id])
+    for sink in sinks.values():
+        assert sink.ended.wait(60)
+    loop.stop()
+    used = set()
+    for rid in ids:
+        assert sinks[rid].endings == ["finish"] and len(sinks[rid].threads) == 1
+        used |= sinks[rid].threads
+        assert len(sinks[rid].windows) == len(expected[rid])
+        for got, want in zip(sinks[rid].windows, expected[rid]):
+            np.testing.assert_array_equal(got, want)
+    assert len(used) == delivery_threads  # four streams dealt round-robin reach every thread
+
+
+def test_delivery_threads_must_be_positive(model):
+    with pytest.raises(ValueError, match="delivery_threads"):
+        EngineLoop(_engine(model), delivery_threads=0)
