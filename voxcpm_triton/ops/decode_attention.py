@@ -17,6 +17,10 @@ from voxcpm_triton.ops import library as lib
 from voxcpm_triton.ops.rope_kv_write import as_int32_index
 
 MAX_SPLITS = 64
+# Measured on the H200 (perf/sweep_decode_attention.py, 300 cached keys, run 6 in perf/RESULTS.md):
+# past 16 splits a stream gains nothing (each split keeps >= 32 keys) and the combine grows, so the
+# default stops there: 1 stream 13.2 -> 9.8 us per call.
+DEFAULT_MAX_SPLITS = 16
 
 
 def decode_attention_ref(q: torch.Tensor, k_cache: torch.Tensor, v_cache: torch.Tensor, slot_ids: torch.Tensor,
@@ -46,7 +50,7 @@ def default_num_splits(batch: int, q_heads: int, kv_heads: int, device_index: in
     blocks_per_split = batch * kv_heads * (group // heads_per_block)
     index = torch.cuda.current_device() if device_index < 0 else device_index
     sms = torch.cuda.get_device_properties(index).multi_processor_count
-    return max(1, min(MAX_SPLITS, math.ceil(2 * sms / max(blocks_per_split, 1))))
+    return max(1, min(DEFAULT_MAX_SPLITS, math.ceil(2 * sms / max(blocks_per_split, 1))))
 
 
 def _check_alignment(*named: tuple[str, torch.Tensor]) -> None:
