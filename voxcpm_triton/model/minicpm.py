@@ -332,6 +332,11 @@ class MiniCPMModel(nn.Module):
                 rope = self._rope_op(x.shape[0], x.shape[1], x)
             else:
                 rope = self.rope(torch.arange(x.shape[1], device=x.device))
+        if rows is not None and x.is_cuda and not isinstance(rope, ShortAttentionOp):
+            # On the GPU only the short_attention op takes `rows`: with SDPA on a slice of the
+            # queries, CUDA-graph capture of the tiny fp32 VoxCPM1.5 step failed on the H200 (run 6).
+            hidden, kv = self.forward(x, causal)
+            return hidden[:, rows], kv
         kv = []
         last = len(self.layers) - 1
         if self.fused_norms:
