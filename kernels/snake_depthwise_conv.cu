@@ -7,52 +7,123 @@ namespace voxcpm {
 namespace {
 
 constexpr int kTaps = 7;
+constexpr int kOutputsPerThread = 8;
 
-// One block computes TILE consecutive outputs of one (batch, channel) row, one per thread. The
-// activations it reads, the TILE inputs below the outputs plus 6 * dilation before them, go through
-// Snake into shared memory (zeros left of the row start: the conv pads its input with zeros) and
-// output t sums weight[k] * window[t + k * dilation].
-template <typename T, int TILE>
-__global__ void __launch_bounds__(TILE)
-snake_depthwise_conv_kernel(const T* __restrict__ x, int64_t batch_stride, int64_t channel_stride,
-                            const T* __restrict__ alpha, const T* __restrict__ weight,
-                            const T* __restrict__ bias, T* __restrict__ out, int64_t channels,
-                            int64_t length, int64_t tiles_per_row, int dilation) {
-    extern __shared__ float window[];  // TILE + 6 * dilation activations
-    const int64_t row = blockIdx.x / tiles_per_row;
-    const int64_t t0 = (blockIdx.x - row * tiles_per_row) * static_cast<int64_t>(TILE);
-    const int64_t b = row / channels;
-    const int64_t c = row - b * channels;
-    const int halo = (kTaps - 1) * dilation;
-    const T* x_row = x + b * batch_stride + c * channel_stride;
-    const float a = to_float<T>(alpha[c]);
-    const float inv = inverse_alpha(a);
-    for (int i = threadIdx.x; i < TILE + halo; i += TILE) {
-        const int64_t t = t0 - halo + i;
-        window[i] = t >= 0 && t < length ? snake<T>(to_float<T>(x_row[t]), a, inv) : 0.f;
-    }
-    __syncthreads();
-    const int64_t t = t0 + threadIdx.x;
-    if (t >= length) return;
-    float acc = bias != nullptr ? to_float<T>(bias[c]) : 0.f;
-#pragma unroll
-    for (int k = 0; k < kTaps; ++k)
-        acc = fmaf(to_float<T>(weight[c * kTaps + k]), window[threadIdx.x + k * dilation], acc);
-    out[row * length + t] = from_float<T>(acc);
+// Elements of T in one 16-byte access.
+template <typename T> constexpr int kVec = 16 / static_cast<int>(sizeof(T));
+
+// fp32 activations a block keeps: its outputs, the 6 * dilation before them, and up to two vectors of
+// slack for aligning the first load down (rounded to 4 floats so the staged outputs after it start
+// 16-byte aligned).
+template <typename T> __host__ __device__ constexpr int window_floats(int tile, int halo) {
+    return tile + ((halo + 2 * kVec<T> + 3) & ~3);
 }
 
-template <typename T, int TILE>
+// Index of p in units of T modulo VEC: how far p lies past the previous 16-byte boundary. Rows that
+// start anywhere (views offset by a few elements, odd lengths) keep 16-byte accesses by aligning
+// the tile to their own phase.
+template <typename T> __device__ __forceinline__ int vector_phase(const T* p) {
+    return static_cast<int>((reinterpret_cast<uintptr_t>(p) / sizeof(T)) % kVec<T>);
+}
+
+// One block computes TILE = 8 * THREADS consecutive outputs of one (batch, channel) row. Tiles start
+// where the output row is 16-byte aligned (tile 0 may start up to VEC - 1 before t = 0).
+// 1. The activations the tile reads, inputs [t0 - 6 * dilation, t0 + TILE), go through Snake into
+//    shared memory in fp32, loaded in 16-byte vectors from a start aligned down to x's phase
+//    (element by element where a vector crosses the row's ends; zeros outside the row, which is the
+//    conv's zero padding on the left).
+// 2. Thread j computes outputs j + m * THREADS (a warp reads consecutive words: no bank conflicts),
+//    output t summing bias + weight[k] * window[t + k * dilation] over k in order with fmaf, rounded
+//    once to T into a staging area.
+// 3. The staged outputs leave in 16-byte stores (element by element at the row's ends).
+template <typename T, int THREADS>
+__global__ void __launch_bounds__(THREADS)
+snake_depthwise_conv_kernel(const T* __restrict__ x, int64_t batch_stride, int64_t channel_stride,
+                            const T* __restrict__ alpha, const T* __restrict__ weight,
+                            const T* __restrict__ bias, T* __restrict__ out, uint32_t channels,
+                            int64_t length, uint32_t tiles_per_row, int dilation) {
+    constexpr int VEC = kVec<T>;
+    constexpr int TILE = THREADS * kOutputsPerThread;
+    extern __shared__ float4 shared[];
+    float* window = reinterpret_cast<float*>(shared);
+    const int halo = (kTaps - 1) * dilation;
+    T* staged = reinterpret_cast<T*>(window + window_floats<T>(TILE, halo));
+
+    const uint32_t row = blockIdx.x / tiles_per_row;
+    const uint32_t tile = blockIdx.x - row * tiles_per_row;
+    const uint32_t b = row / channels;
+    const uint32_t c = row - b * channels;
+    T* out_row = out + static_cast<int64_t>(row) * length;
+    const int64_t t0 = static_cast<int64_t>(tile) * TILE - vector_phase(out_row);
+    if (t0 >= length) return;  // the last tile of a row whose phase left it empty
+
+    const T* x_row = x + b * batch_stride + c * channel_stride;
+    const int64_t first = t0 - halo;
+    const int shift = static_cast<int>(((vector_phase(x_row) + first) % VEC + VEC) % VEC);
+    const int64_t start = first - shift;  // x_row + start is 16-byte aligned
+    const int vectors = (TILE + halo + shift + VEC - 1) / VEC;
+    const float a = to_float<T>(alpha[c]);
+    const float inv = inverse_alpha(a);
+    for (int v = threadIdx.x; v < vectors; v += THREADS) {
+        const int64_t t = start + static_cast<int64_t>(v) * VEC;
+        float act[VEC];
+        if (t >= 0 && t + VEC <= length) {
+            load_vec<T, VEC>(x_row + t, act);
+#pragma unroll
+            for (int e = 0; e < VEC; ++e) act[e] = snake<T>(act[e], a, inv);
+        } else {
+#pragma unroll
+            for (int e = 0; e < VEC; ++e)
+                act[e] = t + e >= 0 && t + e < length ? snake<T>(to_float<T>(x_row[t + e]), a, inv) : 0.f;
+        }
+#pragma unroll
+        for (int q = 0; q < VEC; q += 4)
+            *reinterpret_cast<float4*>(window + v * VEC + q) = make_float4(act[q], act[q + 1], act[q + 2], act[q + 3]);
+    }
+    __syncthreads();
+
+    float w[kTaps];
+#pragma unroll
+    for (int k = 0; k < kTaps; ++k) w[k] = to_float<T>(weight[c * kTaps + k]);
+    const float b0 = bias != nullptr ? to_float<T>(bias[c]) : 0.f;
+    const float* taps = window + shift + threadIdx.x;  // output o, tap k: taps[o - threadIdx.x + k * dilation]
+#pragma unroll
+    for (int m = 0; m < kOutputsPerThread; ++m) {
+        float acc = b0;
+#pragma unroll
+        for (int k = 0; k < kTaps; ++k) acc = fmaf(w[k], taps[m * THREADS + k * dilation], acc);
+        staged[threadIdx.x + m * THREADS] = from_float<T>(acc);
+    }
+    __syncthreads();
+
+    for (int v = threadIdx.x; v < TILE / VEC; v += THREADS) {
+        const int64_t t = t0 + static_cast<int64_t>(v) * VEC;
+        if (t >= 0 && t + VEC <= length) {
+            *reinterpret_cast<Vec<T, VEC>*>(out_row + t) = *reinterpret_cast<const Vec<T, VEC>*>(staged + v * VEC);
+        } else {
+#pragma unroll
+            for (int e = 0; e < VEC; ++e)
+                if (t + e >= 0 && t + e < length) out_row[t + e] = staged[v * VEC + e];
+        }
+    }
+}
+
+template <int TILE> int64_t tiles_per_row(int64_t length, int vec) { return (length + vec - 1 + TILE - 1) / TILE; }
+
+template <typename T, int THREADS>
 int launch(const void* x, int64_t batch_stride, int64_t channel_stride, const void* alpha, const void* weight,
            const void* bias, void* out, int64_t batch, int64_t channels, int64_t length, int dilation,
            cudaStream_t stream) {
-    const int64_t tiles_per_row = (length + TILE - 1) / TILE;
-    const int64_t blocks = batch * channels * tiles_per_row;
+    constexpr int TILE = THREADS * kOutputsPerThread;
+    const int64_t tiles = tiles_per_row<TILE>(length, kVec<T>);
+    const int64_t blocks = batch * channels * tiles;
     if (blocks > 0x7fffffff) return VOXCPM_ERROR_INVALID_ARGUMENT;
-    const size_t shared = (TILE + (kTaps - 1) * static_cast<size_t>(dilation)) * sizeof(float);
-    snake_depthwise_conv_kernel<T, TILE><<<static_cast<unsigned>(blocks), TILE, shared, stream>>>(
+    const int halo = (kTaps - 1) * dilation;
+    const size_t shared = window_floats<T>(TILE, halo) * sizeof(float) + TILE * sizeof(T);
+    snake_depthwise_conv_kernel<T, THREADS><<<static_cast<unsigned>(blocks), THREADS, shared, stream>>>(
         static_cast<const T*>(x), batch_stride, channel_stride, static_cast<const T*>(alpha),
-        static_cast<const T*>(weight), static_cast<const T*>(bias), static_cast<T*>(out), channels, length,
-        tiles_per_row, dilation);
+        static_cast<const T*>(weight), static_cast<const T*>(bias), static_cast<T*>(out),
+        static_cast<uint32_t>(channels), length, static_cast<uint32_t>(tiles), dilation);
     return launch_status();
 }
 
@@ -71,11 +142,15 @@ extern "C" int voxcpm_snake_depthwise_conv(const void* x, int64_t x_batch_stride
     auto s = static_cast<cudaStream_t>(stream);
     return dispatch_dtype(dtype, [&](auto tag) {
         using T = decltype(tag);
-        // Long rows take wide tiles (less halo re-read); short ones narrow tiles (fewer idle threads).
-        if (length >= 1024)
-            return launch<T, 256>(x, x_batch_stride, x_channel_stride, alpha, weight, bias, out, batch, channels,
+        // 1024-output tiles unless 512-output ones read fewer activations (halo plus the idle tail of
+        // a row's last tile), as on short rows: [*, 256, 1115] takes 3 x 512 rather than 2 x 1024.
+        const int64_t halo = (kTaps - 1) * static_cast<int64_t>(dilation);
+        const int64_t wide = tiles_per_row<1024>(length, kVec<T>) * (1024 + halo);
+        const int64_t narrow = tiles_per_row<512>(length, kVec<T>) * (512 + halo);
+        if (wide <= narrow)
+            return launch<T, 128>(x, x_batch_stride, x_channel_stride, alpha, weight, bias, out, batch, channels,
                                   length, dilation, s);
-        return launch<T, 128>(x, x_batch_stride, x_channel_stride, alpha, weight, bias, out, batch, channels,
-                              length, dilation, s);
+        return launch<T, 64>(x, x_batch_stride, x_channel_stride, alpha, weight, bias, out, batch, channels,
+                             length, dilation, s);
     });
 }
