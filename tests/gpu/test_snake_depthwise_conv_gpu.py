@@ -2,7 +2,9 @@
 voxcpm_triton/ops/snake_depthwise_conv.py) on the residual units' shapes of the VoxCPM2 vocoder (trimmed
 windows) and odd ones (T shorter than the conv's reach, T = 1, no bias, trimmed and channel-sliced
 views), in fp32 / bf16 / fp16, and captured in a CUDA graph and replayed on new data. TF32 is off so the
-fp32 reference conv is exact fp32."""
+fp32 reference conv is exact fp32. The kernel aligns its tiles and 16-byte accesses to each row's own
+phase, so views offset by 0..7 elements, lengths that are not multiples of 8 (output rows at every
+phase) and rows computed alone must all give bit-identical outputs."""
 
 from __future__ import annotations
 
@@ -89,6 +91,21 @@ def test_trimmed_and_channel_sliced_views(dtype):
     sliced = full[:, 8:24, 5:]
     parts = alpha[:, 8:24], weight[8:24], bias[8:24]
     check(ops.snake_depthwise_conv(sliced, *parts, 9), sliced, *parts, 9)
+
+
+@pytest.mark.parametrize("dtype", DTYPES)
+@pytest.mark.parametrize("dilation", (1, 3, 9))
+# Shorter than the halo (5, 50 < 54), a row of 512-output tiles (1029) and one of 1024-output tiles (3900).
+@pytest.mark.parametrize("length", (5, 50, 1029, 3900))
+def test_misaligned_views_give_the_contiguous_copys_output(dtype, dilation, length):
+    full, alpha, weight, bias = make(2, 6, length + 8, dtype, seed=length + dilation)
+    for offset in range(8):
+        view = full[..., offset:offset + length]
+        out = ops.snake_depthwise_conv(view, alpha, weight, bias, dilation)
+        check(out, view, alpha, weight, bias, dilation)
+        assert torch.equal(out, ops.snake_depthwise_conv(view.contiguous(), alpha, weight, bias, dilation)), offset
+        alone = ops.snake_depthwise_conv(view[1:, 3:4], alpha[:, 3:4], weight[3:4], bias[3:4], dilation)
+        assert torch.equal(out[1:, 3:4], alone), offset
 
 
 def test_captured_in_a_cuda_graph_and_replayed_on_new_data():
