@@ -108,14 +108,15 @@ snake_depthwise_conv_kernel(const T* __restrict__ x, int64_t batch_stride, int64
     }
 }
 
-template <int TILE> int64_t tiles_per_row(int64_t length, int vec) { return (length + vec - 1 + TILE - 1) / TILE; }
+// Tiles per row: enough for the row plus a tile start moved back by up to vec - 1 to its 16-byte phase.
+template <int TILE> int64_t tiles_in_row(int64_t length, int vec) { return (length + vec - 1 + TILE - 1) / TILE; }
 
 template <typename T, int THREADS>
 int launch(const void* x, int64_t batch_stride, int64_t channel_stride, const void* alpha, const void* weight,
            const void* bias, void* out, int64_t batch, int64_t channels, int64_t length, int dilation,
            cudaStream_t stream) {
     constexpr int TILE = THREADS * kOutputsPerThread;
-    const int64_t tiles = tiles_per_row<TILE>(length, kVec<T>);
+    const int64_t tiles = tiles_in_row<TILE>(length, kVec<T>);
     const int64_t blocks = batch * channels * tiles;
     if (blocks > 0x7fffffff) return VOXCPM_ERROR_INVALID_ARGUMENT;
     const int halo = (kTaps - 1) * dilation;
@@ -145,8 +146,8 @@ extern "C" int voxcpm_snake_depthwise_conv(const void* x, int64_t x_batch_stride
         // 1024-output tiles unless 512-output ones read fewer activations (halo plus the idle tail of
         // a row's last tile), as on short rows: [*, 256, 1115] takes 3 x 512 rather than 2 x 1024.
         const int64_t halo = (kTaps - 1) * static_cast<int64_t>(dilation);
-        const int64_t wide = tiles_per_row<1024>(length, kVec<T>) * (1024 + halo);
-        const int64_t narrow = tiles_per_row<512>(length, kVec<T>) * (512 + halo);
+        const int64_t wide = tiles_in_row<1024>(length, kVec<T>) * (1024 + halo);
+        const int64_t narrow = tiles_in_row<512>(length, kVec<T>) * (512 + halo);
         if (wide <= narrow)
             return launch<T, 128>(x, x_batch_stride, x_channel_stride, alpha, weight, bias, out, batch, channels,
                                   length, dilation, s);
