@@ -4,10 +4,12 @@
 // K (rotated, rounded to the element type as the reference does) and V in shared memory.
 //
 // bf16 / fp16 on compute capability >= 8 (tensor cores): the group's query rows (head-major, token
-// minor) form 16-row tiles, one per warp at a time. Logits = one mma.sync m16n8k16 per 16 dims and
-// 8 keys with fp32 accumulation (products of 16-bit values are exact in fp32). The probabilities are
-// fp32; the weighted sum feeds them to the tensor cores as hi + lo 16-bit parts (two mma per tile),
-// which keeps ~16 of their mantissa bits instead of the 8 one bf16 rounding would.
+// minor) form 16-row tiles, one per warp. A block first copies everything it reads (K, V, its query
+// tiles, the table rows) to shared memory in one burst of cp.async copies, so one memory round trip
+// sits on the critical path, then rotates K and q in place. Logits = one mma.sync m16n8k16 per 16
+// dims and 8 keys with fp32 accumulation (products of 16-bit values are exact in fp32). The
+// probabilities are fp32; the weighted sum feeds them to the tensor cores as hi + lo 16-bit parts
+// (two mma per tile), which keeps ~16 of their mantissa bits instead of the 8 one bf16 rounding would.
 //
 // fp32 (and older GPUs): CUDA cores, K and V staged as fp32. A warp serves R = 32 / TP query rows at
 // once, TP >= seq_len lanes per row: for the logits lane c of a row owns key c (one dot product over
@@ -244,7 +246,7 @@ int launch_for_length(const ShortArgs& a, int64_t sequences, cudaStream_t stream
 
 // ---- Tensor-core kernel (bf16 / fp16) ----
 
-constexpr int kMmaWarps = 4;
+constexpr int kMmaWarps = 8;  // one query tile each: a LocDiT group (8 heads x 11 tokens) is 6 tiles
 constexpr int kMmaThreads = kMmaWarps * 32;
 constexpr int kTile = 16;  // query rows per warp tile (the mma's M)
 
@@ -308,6 +310,43 @@ __device__ __forceinline__ void ldmatrix_x4_trans(uint32_t (&r)[4], const void* 
 #endif
 }
 
+// 16 bytes global -> shared without passing through registers (sm_80+).
+__device__ __forceinline__ void copy_async16(void* dst, const void* src) {
+#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 800
+    const auto addr = static_cast<uint32_t>(__cvta_generic_to_shared(dst));
+    asm volatile("cp.async.cg.shared.global [%0], [%1], 16;\n" : : "r"(addr), "l"(src) : "memory");
+#else
+    *reinterpret_cast<uint4*>(dst) = *reinterpret_cast<const uint4*>(src);
+#endif
+}
+
+__device__ __forceinline__ void wait_async_copies() {
+#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 800
+    asm volatile("cp.async.wait_all;\n" : : : "memory");
+#endif
+}
+
+// load_rotated on a row already in shared memory, with the table rows there too.
+template <typename T, int D, int VEC>
+__device__ __forceinline__ void rotate_shared(const T* x, const float* cos_row, const float* sin_row, int e,
+                                              float (&x1)[VEC], float (&x2)[VEC]) {
+    constexpr int HALF = D / 2;
+    float c1[VEC], s1[VEC], c2[VEC], s2[VEC];
+    load_vec<T, VEC>(x + e, x1);
+    load_vec<T, VEC>(x + e + HALF, x2);
+    load_f32<VEC>(cos_row + e, c1);
+    load_f32<VEC>(sin_row + e, s1);
+    load_f32<VEC>(cos_row + e + HALF, c2);
+    load_f32<VEC>(sin_row + e + HALF, s2);
+#pragma unroll
+    for (int i = 0; i < VEC; ++i) {
+        const float y1 = __fadd_rn(__fmul_rn(x1[i], c1[i]), __fmul_rn(-x2[i], s1[i]));
+        const float y2 = __fadd_rn(__fmul_rn(x2[i], c2[i]), __fmul_rn(x1[i], s2[i]));
+        x1[i] = round_to<T>(y1);
+        x2[i] = round_to<T>(y2);
+    }
+}
+
 // Probabilities (p0, p1) as the 16-bit pair hi plus the pair lo = what hi leaves out.
 template <typename T>
 __device__ __forceinline__ void split_pair(float p0, float p1, uint32_t& hi, uint32_t& lo) {
@@ -326,14 +365,11 @@ __global__ void __launch_bounds__(kMmaThreads) short_attention_mma_kernel(ShortA
     constexpr int VEC = 8;                // 16-bit elements per 16-byte access
     constexpr int HALF = D / 2;
     constexpr int PAIR_VECS = HALF / VEC;
+    constexpr int ROW_VECS = D / VEC;
     constexpr int LD = D + 8;             // shared row stride: ldmatrix's 8 rows land on distinct banks
     constexpr int KEY_TILES = TPAD / 8;   // logits accumulator tiles (8 keys each)
     constexpr int OUT_TILES = D / 8;      // output accumulator tiles (8 dims each)
     static_assert(TPAD % 16 == 0 && D % 16 == 0, "unsupported tile");
-
-    __shared__ alignas(16) T ks[TPAD * LD];
-    __shared__ alignas(16) T vs[TPAD * LD];
-    __shared__ alignas(16) T qs[kMmaWarps][kTile * LD];  // a warp's query tile, then its output tile
 
     const int L = a.seq_len;
     const int lane = threadIdx.x & 31;
@@ -344,161 +380,187 @@ __global__ void __launch_bounds__(kMmaThreads) short_attention_mma_kernel(ShortA
     const int chunks = (tiles + a.tiles_per_block - 1) / a.tiles_per_block;
     const int kv_head = blockIdx.y / chunks;
     const int tile0 = (blockIdx.y - kv_head * chunks) * a.tiles_per_block;
-    const int tile_end = min(tile0 + a.tiles_per_block, tiles);
+    const int block_tiles = min(a.tiles_per_block, tiles - tile0);  // <= kMmaWarps: one per warp
     const int64_t seq = blockIdx.x;
     const int64_t width = static_cast<int64_t>(a.q_heads + 2 * a.kv_heads) * D;
     const T* rows = static_cast<const T*>(a.qkv) + seq * L * width;
+    const bool rotate = a.cos != nullptr;
 
-    // Keys and values; rows past the sequence are zero (their probabilities are 0, and 0 * 0 = 0).
+    extern __shared__ float4 shared_raw[];
+    T* ks = reinterpret_cast<T*>(shared_raw);  // [TPAD][LD] keys, rotated in place
+    T* vs = ks + TPAD * LD;                    // [TPAD][LD] values
+    T* qs = vs + TPAD * LD;                    // [tiles_per_block * 16][LD] query rows, later output rows
+    float* cos_s = reinterpret_cast<float*>(qs + a.tiles_per_block * kTile * LD);  // [L][D] when rotating
+    float* sin_s = cos_s + L * D;
+
+    // Every global read of the block in one burst of asynchronous copies (a single memory round trip
+    // on the critical path). Key / value rows past the sequence are zero (probability 0 times 0).
     const T* k_src = rows + static_cast<int64_t>(a.q_heads + kv_head) * D;
-    for (int i = threadIdx.x; i < TPAD * PAIR_VECS; i += kMmaThreads) {
-        const int t = i / PAIR_VECS;
-        const int e = (i - t * PAIR_VECS) * VEC;
-        float x1[VEC] = {}, x2[VEC] = {};
-        if (t < L) load_rotated<T, D, VEC>(k_src + t * width, a.cos, a.sin, t, e, x1, x2);
-        store_vec<T, VEC>(ks + t * LD + e, x1);
-        store_vec<T, VEC>(ks + t * LD + e + HALF, x2);
-    }
     const T* v_src = rows + static_cast<int64_t>(a.q_heads + a.kv_heads + kv_head) * D;
-    for (int i = threadIdx.x; i < TPAD * (D / VEC); i += kMmaThreads) {
-        const int t = i / (D / VEC);
-        const int e = (i - t * (D / VEC)) * VEC;
-        uint4 v = make_uint4(0u, 0u, 0u, 0u);  // VEC 16-bit elements
-        if (t < L) v = *reinterpret_cast<const uint4*>(v_src + t * width + e);
-        *reinterpret_cast<uint4*>(vs + t * LD + e) = v;
-    }
-
-    T* tile_smem = qs[warp];
-    // Query rows of a tile, rotated; rows past the group repeat its last row (never stored).
-    const auto stage_queries = [&](int tile) {
-        for (int i = lane; i < kTile * PAIR_VECS; i += 32) {
-            const int r = i / PAIR_VECS;
-            const int e = (i - r * PAIR_VECS) * VEC;
-            const int row = min(tile * kTile + r, group_rows - 1);
-            const int t = row % L;
-            const T* q_src = rows + t * width + static_cast<int64_t>(kv_head * group + row / L) * D;
-            float x1[VEC], x2[VEC];
-            load_rotated<T, D, VEC>(q_src, a.cos, a.sin, t, e, x1, x2);
-            store_vec<T, VEC>(tile_smem + r * LD + e, x1);
-            store_vec<T, VEC>(tile_smem + r * LD + e + HALF, x2);
+    for (int i = threadIdx.x; i < TPAD * ROW_VECS; i += kMmaThreads) {
+        const int t = i / ROW_VECS;
+        const int e = (i - t * ROW_VECS) * VEC;
+        if (t < L) {
+            copy_async16(ks + t * LD + e, k_src + t * width + e);
+            copy_async16(vs + t * LD + e, v_src + t * width + e);
+        } else {
+            *reinterpret_cast<uint4*>(ks + t * LD + e) = make_uint4(0u, 0u, 0u, 0u);
+            *reinterpret_cast<uint4*>(vs + t * LD + e) = make_uint4(0u, 0u, 0u, 0u);
         }
-    };
-    // The first tile's queries load alongside the keys and values: one global round trip, not two.
-    if (tile0 + warp < tile_end) stage_queries(tile0 + warp);
+    }
+    // Query rows (head-major, token-minor within the group); rows past the group repeat its last row
+    // and are never stored.
+    for (int i = threadIdx.x; i < block_tiles * kTile * ROW_VECS; i += kMmaThreads) {
+        const int r = i / ROW_VECS;
+        const int e = (i - r * ROW_VECS) * VEC;
+        const int row = min(tile0 * kTile + r, group_rows - 1);
+        copy_async16(qs + r * LD + e, rows + (row % L) * width + static_cast<int64_t>(kv_head * group + row / L) * D + e);
+    }
+    if (rotate) {
+        for (int i = threadIdx.x; i < L * D / 4; i += kMmaThreads) {
+            copy_async16(cos_s + 4 * i, a.cos + 4 * i);
+            copy_async16(sin_s + 4 * i, a.sin + 4 * i);
+        }
+    }
+    wait_async_copies();
     __syncthreads();
 
+    if (rotate) {  // keys rows [0, L), then the query rows, each rotated by its token's table row
+        for (int i = threadIdx.x; i < (L + block_tiles * kTile) * PAIR_VECS; i += kMmaThreads) {
+            const int r = i / PAIR_VECS;
+            const int e = (i - r * PAIR_VECS) * VEC;
+            const int t = r < L ? r : min(tile0 * kTile + r - L, group_rows - 1) % L;
+            T* x = r < L ? ks + r * LD : qs + (r - L) * LD;
+            float x1[VEC], x2[VEC];
+            rotate_shared<T, D, VEC>(x, cos_s + t * D, sin_s + t * D, e, x1, x2);
+            store_vec<T, VEC>(x + e, x1);
+            store_vec<T, VEC>(x + e + HALF, x2);
+        }
+        __syncthreads();
+    }
+    if (warp >= block_tiles) return;
+
+    const int tile = tile0 + warp;
+    T* tile_smem = qs + warp * kTile * LD;
     const int g = lane >> 2;
     const int q4 = lane & 3;
-    for (int tile = tile0 + warp; tile < tile_end; tile += kMmaWarps) {
-        float s[KEY_TILES][4];
-#pragma unroll
-        for (int j = 0; j < KEY_TILES; ++j) s[j][0] = s[j][1] = s[j][2] = s[j][3] = 0.f;
-#pragma unroll
-        for (int k = 0; k < D; k += 16) {
-            uint32_t q_frag[4];
-            ldmatrix_x4(q_frag, tile_smem + (lane & 15) * LD + k + (lane >> 4) * 8);
-#pragma unroll
-            for (int j = 0; j < KEY_TILES; j += 2) {
-                // Key tiles j and j + 1, dims k.. and k + 8..: K's rows are the column-major B operand.
-                uint32_t k_frag[4];
-                ldmatrix_x4(k_frag, ks + (j * 8 + (lane >> 4) * 8 + (lane & 7)) * LD + k + ((lane >> 3) & 1) * 8);
-                MmaType<T>::mma(s[j], q_frag, k_frag[0], k_frag[1]);
-                MmaType<T>::mma(s[j + 1], q_frag, k_frag[2], k_frag[3]);
-            }
-        }
 
-        // Softmax of rows g and g + 8 of the tile; a row's logits are spread over one lane quad.
-        const int t_lo = min(tile * kTile + g, group_rows - 1) % L;
-        const int t_hi = min(tile * kTile + g + 8, group_rows - 1) % L;
-        float max_lo = -INFINITY, max_hi = -INFINITY;
+    float s[KEY_TILES][4];
 #pragma unroll
-        for (int j = 0; j < KEY_TILES; ++j)
+    for (int j = 0; j < KEY_TILES; ++j) s[j][0] = s[j][1] = s[j][2] = s[j][3] = 0.f;
 #pragma unroll
-            for (int c = 0; c < 2; ++c) {
-                const int key = j * 8 + 2 * q4 + c;
-                const bool live = key < L;
-                s[j][c] = live && (!a.causal || key <= t_lo) ? s[j][c] * a.scale_log2 : -INFINITY;
-                s[j][2 + c] = live && (!a.causal || key <= t_hi) ? s[j][2 + c] * a.scale_log2 : -INFINITY;
-                max_lo = fmaxf(max_lo, s[j][c]);
-                max_hi = fmaxf(max_hi, s[j][2 + c]);
-            }
+    for (int k = 0; k < D; k += 16) {
+        uint32_t q_frag[4];
+        ldmatrix_x4(q_frag, tile_smem + (lane & 15) * LD + k + (lane >> 4) * 8);
 #pragma unroll
-        for (int off = 1; off < 4; off <<= 1) {
-            max_lo = fmaxf(max_lo, __shfl_xor_sync(0xffffffffu, max_lo, off));
-            max_hi = fmaxf(max_hi, __shfl_xor_sync(0xffffffffu, max_hi, off));
+        for (int j = 0; j < KEY_TILES; j += 2) {
+            // Key tiles j and j + 1, dims k.. and k + 8..: K's rows are the column-major B operand.
+            uint32_t k_frag[4];
+            ldmatrix_x4(k_frag, ks + (j * 8 + (lane >> 4) * 8 + (lane & 7)) * LD + k + ((lane >> 3) & 1) * 8);
+            MmaType<T>::mma(s[j], q_frag, k_frag[0], k_frag[1]);
+            MmaType<T>::mma(s[j + 1], q_frag, k_frag[2], k_frag[3]);
         }
-        float sum_lo = 0.f, sum_hi = 0.f;  // key 0 is always live: both maxima are finite
-#pragma unroll
-        for (int j = 0; j < KEY_TILES; ++j)
-#pragma unroll
-            for (int c = 0; c < 2; ++c) {
-                s[j][c] = exp2f(s[j][c] - max_lo);
-                s[j][2 + c] = exp2f(s[j][2 + c] - max_hi);
-                sum_lo += s[j][c];
-                sum_hi += s[j][2 + c];
-            }
-#pragma unroll
-        for (int off = 1; off < 4; off <<= 1) {
-            sum_lo += __shfl_xor_sync(0xffffffffu, sum_lo, off);
-            sum_hi += __shfl_xor_sync(0xffffffffu, sum_hi, off);
-        }
+    }
 
-        float o[OUT_TILES][4];
+    // Softmax of rows g and g + 8 of the tile; a row's logits are spread over one lane quad.
+    const int t_lo = min(tile * kTile + g, group_rows - 1) % L;
+    const int t_hi = min(tile * kTile + g + 8, group_rows - 1) % L;
+    float max_lo = -INFINITY, max_hi = -INFINITY;
 #pragma unroll
-        for (int j = 0; j < OUT_TILES; ++j) o[j][0] = o[j][1] = o[j][2] = o[j][3] = 0.f;
+    for (int j = 0; j < KEY_TILES; ++j)
 #pragma unroll
-        for (int kt = 0; kt < KEY_TILES; kt += 2) {
-            uint32_t p_hi[4], p_lo[4];
-            split_pair<T>(s[kt][0], s[kt][1], p_hi[0], p_lo[0]);
-            split_pair<T>(s[kt][2], s[kt][3], p_hi[1], p_lo[1]);
-            split_pair<T>(s[kt + 1][0], s[kt + 1][1], p_hi[2], p_lo[2]);
-            split_pair<T>(s[kt + 1][2], s[kt + 1][3], p_hi[3], p_lo[3]);
-#pragma unroll
-            for (int j = 0; j < OUT_TILES; j += 2) {
-                // Keys kt * 8.. and kt * 8 + 8.. of dim tiles j and j + 1: V's rows, transposed.
-                uint32_t v_frag[4];
-                ldmatrix_x4_trans(v_frag, vs + (kt * 8 + ((lane >> 3) & 1) * 8 + (lane & 7)) * LD + (j + (lane >> 4)) * 8);
-                MmaType<T>::mma(o[j], p_hi, v_frag[0], v_frag[1]);
-                MmaType<T>::mma(o[j], p_lo, v_frag[0], v_frag[1]);
-                MmaType<T>::mma(o[j + 1], p_hi, v_frag[2], v_frag[3]);
-                MmaType<T>::mma(o[j + 1], p_lo, v_frag[2], v_frag[3]);
-            }
+        for (int c = 0; c < 2; ++c) {
+            const int key = j * 8 + 2 * q4 + c;
+            const bool live = key < L;
+            s[j][c] = live && (!a.causal || key <= t_lo) ? s[j][c] * a.scale_log2 : -INFINITY;
+            s[j][2 + c] = live && (!a.causal || key <= t_hi) ? s[j][2 + c] * a.scale_log2 : -INFINITY;
+            max_lo = fmaxf(max_lo, s[j][c]);
+            max_hi = fmaxf(max_hi, s[j][2 + c]);
         }
+#pragma unroll
+    for (int off = 1; off < 4; off <<= 1) {
+        max_lo = fmaxf(max_lo, __shfl_xor_sync(0xffffffffu, max_lo, off));
+        max_hi = fmaxf(max_hi, __shfl_xor_sync(0xffffffffu, max_hi, off));
+    }
+    float sum_lo = 0.f, sum_hi = 0.f;  // key 0 is always live: both maxima are finite
+#pragma unroll
+    for (int j = 0; j < KEY_TILES; ++j)
+#pragma unroll
+        for (int c = 0; c < 2; ++c) {
+            s[j][c] = exp2f(s[j][c] - max_lo);
+            s[j][2 + c] = exp2f(s[j][2 + c] - max_hi);
+            sum_lo += s[j][c];
+            sum_hi += s[j][2 + c];
+        }
+#pragma unroll
+    for (int off = 1; off < 4; off <<= 1) {
+        sum_lo += __shfl_xor_sync(0xffffffffu, sum_lo, off);
+        sum_hi += __shfl_xor_sync(0xffffffffu, sum_hi, off);
+    }
 
-        // Normalised rows through shared memory, so each output row leaves as 16-byte stores.
-        __syncwarp();  // every lane's ldmatrix of the query tile is done
-        const float inv_lo = 1.f / sum_lo;
-        const float inv_hi = 1.f / sum_hi;
+    float o[OUT_TILES][4];
 #pragma unroll
-        for (int j = 0; j < OUT_TILES; ++j) {
-            *reinterpret_cast<uint32_t*>(tile_smem + g * LD + j * 8 + 2 * q4) =
-                MmaType<T>::pack(o[j][0] * inv_lo, o[j][1] * inv_lo);
-            *reinterpret_cast<uint32_t*>(tile_smem + (g + 8) * LD + j * 8 + 2 * q4) =
-                MmaType<T>::pack(o[j][2] * inv_hi, o[j][3] * inv_hi);
+    for (int j = 0; j < OUT_TILES; ++j) o[j][0] = o[j][1] = o[j][2] = o[j][3] = 0.f;
+#pragma unroll
+    for (int kt = 0; kt < KEY_TILES; kt += 2) {
+        uint32_t p_hi[4], p_lo[4];
+        split_pair<T>(s[kt][0], s[kt][1], p_hi[0], p_lo[0]);
+        split_pair<T>(s[kt][2], s[kt][3], p_hi[1], p_lo[1]);
+        split_pair<T>(s[kt + 1][0], s[kt + 1][1], p_hi[2], p_lo[2]);
+        split_pair<T>(s[kt + 1][2], s[kt + 1][3], p_hi[3], p_lo[3]);
+#pragma unroll
+        for (int j = 0; j < OUT_TILES; j += 2) {
+            // Keys kt * 8.. and kt * 8 + 8.. of dim tiles j and j + 1: V's rows, transposed.
+            uint32_t v_frag[4];
+            ldmatrix_x4_trans(v_frag, vs + (kt * 8 + ((lane >> 3) & 1) * 8 + (lane & 7)) * LD + (j + (lane >> 4)) * 8);
+            MmaType<T>::mma(o[j], p_hi, v_frag[0], v_frag[1]);
+            MmaType<T>::mma(o[j], p_lo, v_frag[0], v_frag[1]);
+            MmaType<T>::mma(o[j + 1], p_hi, v_frag[2], v_frag[3]);
+            MmaType<T>::mma(o[j + 1], p_lo, v_frag[2], v_frag[3]);
         }
-        __syncwarp();
-        for (int i = lane; i < kTile * (D / VEC); i += 32) {
-            const int r = i / (D / VEC);
-            const int e = (i - r * (D / VEC)) * VEC;
-            const int row = tile * kTile + r;
-            if (row < group_rows) {
-                T* dst = static_cast<T*>(a.out) +
-                         ((seq * L + row % L) * a.q_heads + kv_head * group + row / L) * static_cast<int64_t>(D) + e;
-                *reinterpret_cast<Vec<T, VEC>*>(dst) = *reinterpret_cast<const Vec<T, VEC>*>(tile_smem + r * LD + e);
-            }
-        }
-        if (tile + kMmaWarps < tile_end) {
-            __syncwarp();  // the output rows are read out before the next queries overwrite them
-            stage_queries(tile + kMmaWarps);
-            __syncwarp();
+    }
+
+    // Normalised rows through shared memory, so each output row leaves as 16-byte stores.
+    __syncwarp();  // every lane's ldmatrix of the query tile is done
+    const float inv_lo = 1.f / sum_lo;
+    const float inv_hi = 1.f / sum_hi;
+#pragma unroll
+    for (int j = 0; j < OUT_TILES; ++j) {
+        *reinterpret_cast<uint32_t*>(tile_smem + g * LD + j * 8 + 2 * q4) =
+            MmaType<T>::pack(o[j][0] * inv_lo, o[j][1] * inv_lo);
+        *reinterpret_cast<uint32_t*>(tile_smem + (g + 8) * LD + j * 8 + 2 * q4) =
+            MmaType<T>::pack(o[j][2] * inv_hi, o[j][3] * inv_hi);
+    }
+    __syncwarp();
+    for (int i = lane; i < kTile * ROW_VECS; i += 32) {
+        const int r = i / ROW_VECS;
+        const int e = (i - r * ROW_VECS) * VEC;
+        const int row = tile * kTile + r;
+        if (row < group_rows) {
+            T* dst = static_cast<T*>(a.out) +
+                     ((seq * L + row % L) * a.q_heads + kv_head * group + row / L) * static_cast<int64_t>(D) + e;
+            *reinterpret_cast<uint4*>(dst) = *reinterpret_cast<const uint4*>(tile_smem + r * LD + e);
         }
     }
 }
 
+size_t mma_shared_bytes(int head_dim, int tpad, int tiles_per_block, int seq_len, bool rotate) {
+    const size_t ld = static_cast<size_t>(head_dim) + 8;
+    const size_t tables = rotate ? 2 * sizeof(float) * static_cast<size_t>(seq_len) * head_dim : 0;
+    return (2 * static_cast<size_t>(tpad) + static_cast<size_t>(kTile) * tiles_per_block) * ld * 2 + tables;
+}
+
 template <typename T, int D, int TPAD>
 int launch_mma(const ShortArgs& a, int64_t sequences, int chunks, cudaStream_t stream) {
+    const size_t bytes = mma_shared_bytes(D, TPAD, a.tiles_per_block, a.seq_len, a.cos != nullptr);
+    if (bytes > 48 * 1024) {  // opt in above the default limit (a host-side setting, fine during capture)
+        const int err = static_cast<int>(cudaFuncSetAttribute(short_attention_mma_kernel<T, D, TPAD>,
+                                                              cudaFuncAttributeMaxDynamicSharedMemorySize,
+                                                              static_cast<int>(bytes)));
+        if (err != 0) return err;
+    }
     const dim3 grid(static_cast<unsigned>(sequences), a.kv_heads * chunks);
-    short_attention_mma_kernel<T, D, TPAD><<<grid, kMmaThreads, 0, stream>>>(a);
+    short_attention_mma_kernel<T, D, TPAD><<<grid, kMmaThreads, bytes, stream>>>(a);
     return launch_status();
 }
 
@@ -511,14 +573,14 @@ int launch_mma_for_shape(const ShortArgs& a, int64_t sequences, int head_dim, in
                            : launch_mma<T, 128, 32>(a, sequences, chunks, stream);
 }
 
-// Query tiles per block: a KV head's group split into as few equal chunks (K/V staged once per
-// chunk) as give every warp at most one tile and the grid >= ~2 blocks per multiprocessor.
+// Query tiles per block: a KV head's whole group when that still puts a block on every
+// multiprocessor (K, V and the tables staged once for all its tiles), else the group split into
+// more chunks; never more tiles than warps.
 int tiles_per_block(int64_t sequences, int q_heads, int kv_heads, int seq_len, int sms) {
     const int tiles = ((q_heads / kv_heads) * seq_len + kTile - 1) / kTile;
-    const int64_t target = 2 * static_cast<int64_t>(sms);
     for (int chunks = (tiles + kMmaWarps - 1) / kMmaWarps; chunks < tiles; ++chunks) {
         const int per = (tiles + chunks - 1) / chunks;
-        if (sequences * kv_heads * ((tiles + per - 1) / per) >= target) return per;
+        if (sequences * kv_heads * ((tiles + per - 1) / per) >= sms) return per;
     }
     return 1;
 }
