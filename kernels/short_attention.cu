@@ -59,29 +59,35 @@ __device__ __forceinline__ void store_f32(float* p, const float (&in)[N]) {
     for (int i = 0; i < N; i += 4) *reinterpret_cast<float4*>(p + i) = make_float4(in[i], in[i + 1], in[i + 2], in[i + 3]);
 }
 
-// Loads VEC rotate-half pairs (dims e.., e + D/2..) of one head row into x1, x2 and rotates them by
-// table row `t` (when tables are given), rounded to T like apply_rope's result. Products are rounded
-// on their own (no fused multiply-add), as the reference's fp32 expression is.
+// Rotates VEC rotate-half pairs (x1 at dims e.., x2 at e + D/2..) by one table row, rounded to T like
+// apply_rope's result. Products are rounded on their own (no fused multiply-add), as the reference's
+// fp32 expression is.
+template <typename T, int D, int VEC>
+__device__ __forceinline__ void rotate_pairs(float (&x1)[VEC], float (&x2)[VEC], const float* cos_row,
+                                             const float* sin_row, int e) {
+    constexpr int HALF = D / 2;
+    float c1[VEC], s1[VEC], c2[VEC], s2[VEC];
+    load_f32<VEC>(cos_row + e, c1);
+    load_f32<VEC>(sin_row + e, s1);
+    load_f32<VEC>(cos_row + e + HALF, c2);
+    load_f32<VEC>(sin_row + e + HALF, s2);
+#pragma unroll
+    for (int i = 0; i < VEC; ++i) {
+        const float y1 = __fadd_rn(__fmul_rn(x1[i], c1[i]), __fmul_rn(-x2[i], s1[i]));
+        const float y2 = __fadd_rn(__fmul_rn(x2[i], c2[i]), __fmul_rn(x1[i], s2[i]));
+        x1[i] = round_to<T>(y1);
+        x2[i] = round_to<T>(y2);
+    }
+}
+
+// Loads VEC rotate-half pairs of one head row into x1, x2, rotated by table row `t` when tables are
+// given.
 template <typename T, int D, int VEC>
 __device__ __forceinline__ void load_rotated(const T* src, const float* cos, const float* sin, int t, int e,
                                              float (&x1)[VEC], float (&x2)[VEC]) {
-    constexpr int HALF = D / 2;
     load_vec<T, VEC>(src + e, x1);
-    load_vec<T, VEC>(src + e + HALF, x2);
-    if (cos != nullptr) {
-        float c1[VEC], s1[VEC], c2[VEC], s2[VEC];
-        load_f32<VEC>(cos + t * D + e, c1);
-        load_f32<VEC>(sin + t * D + e, s1);
-        load_f32<VEC>(cos + t * D + e + HALF, c2);
-        load_f32<VEC>(sin + t * D + e + HALF, s2);
-#pragma unroll
-        for (int i = 0; i < VEC; ++i) {
-            const float y1 = __fadd_rn(__fmul_rn(x1[i], c1[i]), __fmul_rn(-x2[i], s1[i]));
-            const float y2 = __fadd_rn(__fmul_rn(x2[i], c2[i]), __fmul_rn(x1[i], s2[i]));
-            x1[i] = round_to<T>(y1);
-            x2[i] = round_to<T>(y2);
-        }
-    }
+    load_vec<T, VEC>(src + e + D / 2, x2);
+    if (cos != nullptr) rotate_pairs<T, D, VEC>(x1, x2, cos + t * D, sin + t * D, e);
 }
 
 // load_rotated, stored as fp32 to dst (dims e.., e + D/2..).
@@ -326,27 +332,6 @@ __device__ __forceinline__ void wait_async_copies() {
 #endif
 }
 
-// load_rotated on a row already in shared memory, with the table rows there too.
-template <typename T, int D, int VEC>
-__device__ __forceinline__ void rotate_shared(const T* x, const float* cos_row, const float* sin_row, int e,
-                                              float (&x1)[VEC], float (&x2)[VEC]) {
-    constexpr int HALF = D / 2;
-    float c1[VEC], s1[VEC], c2[VEC], s2[VEC];
-    load_vec<T, VEC>(x + e, x1);
-    load_vec<T, VEC>(x + e + HALF, x2);
-    load_f32<VEC>(cos_row + e, c1);
-    load_f32<VEC>(sin_row + e, s1);
-    load_f32<VEC>(cos_row + e + HALF, c2);
-    load_f32<VEC>(sin_row + e + HALF, s2);
-#pragma unroll
-    for (int i = 0; i < VEC; ++i) {
-        const float y1 = __fadd_rn(__fmul_rn(x1[i], c1[i]), __fmul_rn(-x2[i], s1[i]));
-        const float y2 = __fadd_rn(__fmul_rn(x2[i], c2[i]), __fmul_rn(x1[i], s2[i]));
-        x1[i] = round_to<T>(y1);
-        x2[i] = round_to<T>(y2);
-    }
-}
-
 // Probabilities (p0, p1) as the 16-bit pair hi plus the pair lo = what hi leaves out.
 template <typename T>
 __device__ __forceinline__ void split_pair(float p0, float p1, uint32_t& hi, uint32_t& lo) {
@@ -432,7 +417,9 @@ __global__ void __launch_bounds__(kMmaThreads) short_attention_mma_kernel(ShortA
             const int t = r < L ? r : min(tile0 * kTile + r - L, group_rows - 1) % L;
             T* x = r < L ? ks + r * LD : qs + (r - L) * LD;
             float x1[VEC], x2[VEC];
-            rotate_shared<T, D, VEC>(x, cos_s + t * D, sin_s + t * D, e, x1, x2);
+            load_vec<T, VEC>(x + e, x1);
+            load_vec<T, VEC>(x + e + HALF, x2);
+            rotate_pairs<T, D, VEC>(x1, x2, cos_s + t * D, sin_s + t * D, e);
             store_vec<T, VEC>(x + e, x1);
             store_vec<T, VEC>(x + e + HALF, x2);
         }
