@@ -20,6 +20,10 @@ from voxcpm_triton.ops import library as lib
 from voxcpm_triton.ops.swiglu import swiglu, swiglu_ref
 
 MAX_ROWS = 32
+# `linear` routes plain GEMMs to the kernel up to this many rows only: on the H200 it ties cuBLAS at
+# 1 row and loses at LocDiT's 22 (7.6 against 5.1 us for 1024 -> 2560; perf/RESULTS.md run 6), while
+# the SwiGLU epilogue, which saves the separate swiglu pass, wins at every row count it takes.
+PLAIN_MAX_ROWS = 8
 PLAIN, SWIGLU = 0, 1
 # Counters are one int32 per 32 weight rows; 4096 covers weights of up to 131072 rows.
 COUNTERS = 4096
@@ -114,10 +118,11 @@ def skinny_gemm(x: torch.Tensor, weight: torch.Tensor, epilogue: int = PLAIN) ->
 
 
 def linear(x: torch.Tensor, weight: torch.Tensor) -> torch.Tensor:
-    """F.linear(x, weight) without bias, through the skinny_gemm kernel when it takes the shape."""
+    """F.linear(x, weight) without bias, through the skinny_gemm kernel for up to PLAIN_MAX_ROWS
+    rows when it takes the shape."""
     _check(x, weight, "weight")
     flat = x.reshape(-1, x.shape[-1])
-    if not _use_kernel(flat, weight):
+    if flat.shape[0] > PLAIN_MAX_ROWS or not _use_kernel(flat, weight):
         return F.linear(x, weight)
     return torch.ops.voxcpm.skinny_gemm(flat, weight, PLAIN).view(*x.shape[:-1], weight.shape[0])
 
