@@ -13,6 +13,7 @@ import math
 import pytest
 import torch
 
+from tests.gpu.op_checks import DEVICE, close, randn
 from voxcpm_triton import ops
 from voxcpm_triton.ops import library
 
@@ -22,9 +23,7 @@ pytestmark = [
 ]
 
 DTYPES = (torch.bfloat16, torch.float16, torch.float32)
-TOLERANCE = {torch.bfloat16: 1.6e-2, torch.float16: 2e-3, torch.float32: 2e-5}
 ROWS = (1, 9, 7 * 9, 256 * 9)  # LocDiT tokens of 1, 1, 7 and 256 streams
-DEVICE = "cuda"
 
 
 @pytest.fixture(scope="module", autouse=True)
@@ -32,17 +31,6 @@ def kernels_loaded():
     if torch.cuda.is_available():
         assert library.library() is not None, f"kernels library not loaded ({library.library_status()}); " \
                                               "build it with build/build_kernels.sh"
-
-
-def close(actual: torch.Tensor, expected: torch.Tensor, dtype: torch.dtype) -> None:
-    tol = TOLERANCE[dtype]
-    assert torch.isfinite(actual).all(), "non-finite values in the kernel output"
-    torch.testing.assert_close(actual.float(), expected.float(), atol=tol, rtol=tol)
-
-
-def randn(*shape: int, dtype: torch.dtype, seed: int, scale: float = 1.0) -> torch.Tensor:
-    g = torch.Generator(device=DEVICE).manual_seed(seed)
-    return (torch.randn(*shape, generator=g, device=DEVICE) * scale).to(dtype)
 
 
 @pytest.mark.parametrize("dtype", DTYPES)

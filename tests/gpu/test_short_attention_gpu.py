@@ -21,6 +21,7 @@ import pytest
 import torch
 import torch.nn.functional as F
 
+from tests.gpu.op_checks import DEVICE, close
 from voxcpm_triton import ops
 from voxcpm_triton.ops import library
 
@@ -30,9 +31,7 @@ pytestmark = [
     pytest.mark.usefixtures("no_tf32"),  # the fp32 reference's matmuls in full fp32
 ]
 
-DEVICE = "cuda"
 DTYPES = (torch.bfloat16, torch.float16, torch.float32)
-TOLERANCE = {torch.bfloat16: 1.6e-2, torch.float16: 2e-3, torch.float32: 2e-5}
 
 
 @pytest.fixture(scope="module", autouse=True)
@@ -40,12 +39,6 @@ def kernels_loaded():
     if torch.cuda.is_available():
         assert library.library() is not None, f"kernels library not loaded ({library.library_status()}); " \
                                               "build it with build/build_kernels.sh"
-
-
-def close(actual: torch.Tensor, expected: torch.Tensor, dtype: torch.dtype) -> None:
-    tol = TOLERANCE[dtype]
-    assert torch.isfinite(actual).all(), "non-finite values in the kernel output"
-    torch.testing.assert_close(actual.float(), expected.float(), atol=tol, rtol=tol)
 
 
 def make_qkv(sequences: int, seq_len: int, q_heads: int, kv_heads: int, head_dim: int, dtype: torch.dtype,

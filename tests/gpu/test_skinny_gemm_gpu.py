@@ -12,6 +12,7 @@ from __future__ import annotations
 import pytest
 import torch
 
+from tests.gpu.op_checks import DEVICE, randn
 from voxcpm_triton import ops
 from voxcpm_triton.ops import library, skinny_linear as sg
 
@@ -20,7 +21,6 @@ pytestmark = [
     pytest.mark.skipif(not torch.cuda.is_available(), reason="needs a CUDA GPU"),
 ]
 
-DEVICE = "cuda"
 TOLERANCE = {torch.bfloat16: 1.6e-2, torch.float16: 2e-3}
 ROWS = (1, 2, 7, 8, 9, 16, 22, 31, 32)
 # (k, n): LocDiT qkv / o / gate_up / down, LM qkv / gate_up / down, and the smallest legal shape.
@@ -31,11 +31,6 @@ SHAPES = ((1024, 3072), (1024, 1024), (1024, 8192), (4096, 1024), (2048, 2560), 
 @pytest.fixture(scope="module", autouse=True)
 def kernels_loaded():
     assert library.library() is not None, f"kernels library not loaded ({library.library_status()})"
-
-
-def randn(*shape: int, dtype: torch.dtype, seed: int, scale: float = 1.0) -> torch.Tensor:
-    g = torch.Generator(device=DEVICE).manual_seed(seed)
-    return (torch.randn(*shape, generator=g, device=DEVICE) * scale).to(dtype)
 
 
 def operands(m: int, k: int, n: int, dtype: torch.dtype, seed: int) -> tuple[torch.Tensor, torch.Tensor]:
