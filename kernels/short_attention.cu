@@ -19,6 +19,7 @@
 #include <type_traits>
 
 #include "common.cuh"
+#include "mma.cuh"
 
 namespace voxcpm {
 namespace {
@@ -256,39 +257,6 @@ constexpr int kMmaWarps = 8;  // one query tile each: a LocDiT group (8 heads x 
 constexpr int kMmaThreads = kMmaWarps * 32;
 constexpr int kTile = 16;  // query rows per warp tile (the mma's M)
 
-template <typename T> struct MmaType;
-template <> struct MmaType<__nv_bfloat16> {
-    static __device__ __forceinline__ uint32_t pack(float lo, float hi) {
-        __nv_bfloat162 v = __floats2bfloat162_rn(lo, hi);
-        return *reinterpret_cast<uint32_t*>(&v);
-    }
-    // d += a (16x16, row-major) * b (16x8, column-major), fp32 accumulators.
-    static __device__ __forceinline__ void mma(float (&d)[4], const uint32_t (&a)[4], uint32_t b0, uint32_t b1) {
-#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 800  // the host launches this kernel on sm_80+ only
-        asm volatile(
-            "mma.sync.aligned.m16n8k16.row.col.f32.bf16.bf16.f32 {%0, %1, %2, %3}, {%4, %5, %6, %7}, {%8, %9}, "
-            "{%0, %1, %2, %3};\n"
-            : "+f"(d[0]), "+f"(d[1]), "+f"(d[2]), "+f"(d[3])
-            : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "r"(b0), "r"(b1));
-#endif
-    }
-};
-template <> struct MmaType<__half> {
-    static __device__ __forceinline__ uint32_t pack(float lo, float hi) {
-        __half2 v = __floats2half2_rn(lo, hi);
-        return *reinterpret_cast<uint32_t*>(&v);
-    }
-    static __device__ __forceinline__ void mma(float (&d)[4], const uint32_t (&a)[4], uint32_t b0, uint32_t b1) {
-#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 800  // the host launches this kernel on sm_80+ only
-        asm volatile(
-            "mma.sync.aligned.m16n8k16.row.col.f32.f16.f16.f32 {%0, %1, %2, %3}, {%4, %5, %6, %7}, {%8, %9}, "
-            "{%0, %1, %2, %3};\n"
-            : "+f"(d[0]), "+f"(d[1]), "+f"(d[2]), "+f"(d[3])
-            : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "r"(b0), "r"(b1));
-#endif
-    }
-};
-
 // Four 8x8 16-bit matrices from shared memory; lanes 8i..8i+7 give the row addresses of matrix i.
 __device__ __forceinline__ void ldmatrix_x4(uint32_t (&r)[4], const void* row) {
 #if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 800
@@ -337,8 +305,8 @@ template <typename T>
 __device__ __forceinline__ void split_pair(float p0, float p1, uint32_t& hi, uint32_t& lo) {
     const float h0 = round_to<T>(p0);
     const float h1 = round_to<T>(p1);
-    hi = MmaType<T>::pack(h0, h1);
-    lo = MmaType<T>::pack(p0 - h0, p1 - h1);
+    hi = Mma<T>::pack(h0, h1);
+    lo = Mma<T>::pack(p0 - h0, p1 - h1);
 }
 
 // Thread layouts (PTX ISA, mma.m16n8k16): with g = lane / 4 and q = lane % 4, accumulator tile
@@ -444,8 +412,8 @@ __global__ void __launch_bounds__(kMmaThreads) short_attention_mma_kernel(ShortA
             // Key tiles j and j + 1, dims k.. and k + 8..: K's rows are the column-major B operand.
             uint32_t k_frag[4];
             ldmatrix_x4(k_frag, ks + (j * 8 + (lane >> 4) * 8 + (lane & 7)) * LD + k + ((lane >> 3) & 1) * 8);
-            MmaType<T>::mma(s[j], q_frag, k_frag[0], k_frag[1]);
-            MmaType<T>::mma(s[j + 1], q_frag, k_frag[2], k_frag[3]);
+            Mma<T>::run(s[j], q_frag, k_frag[0], k_frag[1]);
+            Mma<T>::run(s[j + 1], q_frag, k_frag[2], k_frag[3]);
         }
     }
 
@@ -500,10 +468,10 @@ __global__ void __launch_bounds__(kMmaThreads) short_attention_mma_kernel(ShortA
             // Keys kt * 8.. and kt * 8 + 8.. of dim tiles j and j + 1: V's rows, transposed.
             uint32_t v_frag[4];
             ldmatrix_x4_trans(v_frag, vs + (kt * 8 + ((lane >> 3) & 1) * 8 + (lane & 7)) * LD + (j + (lane >> 4)) * 8);
-            MmaType<T>::mma(o[j], p_hi, v_frag[0], v_frag[1]);
-            MmaType<T>::mma(o[j], p_lo, v_frag[0], v_frag[1]);
-            MmaType<T>::mma(o[j + 1], p_hi, v_frag[2], v_frag[3]);
-            MmaType<T>::mma(o[j + 1], p_lo, v_frag[2], v_frag[3]);
+            Mma<T>::run(o[j], p_hi, v_frag[0], v_frag[1]);
+            Mma<T>::run(o[j], p_lo, v_frag[0], v_frag[1]);
+            Mma<T>::run(o[j + 1], p_hi, v_frag[2], v_frag[3]);
+            Mma<T>::run(o[j + 1], p_lo, v_frag[2], v_frag[3]);
         }
     }
 
@@ -514,9 +482,9 @@ __global__ void __launch_bounds__(kMmaThreads) short_attention_mma_kernel(ShortA
 #pragma unroll
     for (int j = 0; j < OUT_TILES; ++j) {
         *reinterpret_cast<uint32_t*>(tile_smem + g * LD + j * 8 + 2 * q4) =
-            MmaType<T>::pack(o[j][0] * inv_lo, o[j][1] * inv_lo);
+            Mma<T>::pack(o[j][0] * inv_lo, o[j][1] * inv_lo);
         *reinterpret_cast<uint32_t*>(tile_smem + (g + 8) * LD + j * 8 + 2 * q4) =
-            MmaType<T>::pack(o[j][2] * inv_hi, o[j][3] * inv_hi);
+            Mma<T>::pack(o[j][2] * inv_hi, o[j][3] * inv_hi);
     }
     __syncwarp();
     for (int i = lane; i < kTile * ROW_VECS; i += 32) {

@@ -14,6 +14,7 @@
 //  - the SwiGLU epilogue pairs gate rows [r, r + 16) with up rows [inter + r, inter + r + 16) of a
 //    fused [gate; up] weight and writes silu(gate) * up: the gate_up output never reaches memory.
 #include "common.cuh"
+#include "mma.cuh"
 
 namespace voxcpm {
 namespace {
@@ -25,34 +26,6 @@ constexpr int kMaxRows = 32;
 constexpr int kMaxSplits = 16;
 
 enum Epilogue { kPlain = 0, kSwiGLU = 1 };
-
-template <typename T> struct MmaOp;
-
-template <> struct MmaOp<__nv_bfloat16> {
-    static __device__ __forceinline__ void run(float (&c)[4], uint32_t a0, uint32_t a1, uint32_t a2, uint32_t a3,
-                                               uint32_t b0, uint32_t b1) {
-#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 800
-        asm volatile(
-            "mma.sync.aligned.m16n8k16.row.col.f32.bf16.bf16.f32 {%0,%1,%2,%3}, {%4,%5,%6,%7}, {%8,%9}, "
-            "{%0,%1,%2,%3};\n"
-            : "+f"(c[0]), "+f"(c[1]), "+f"(c[2]), "+f"(c[3])
-            : "r"(a0), "r"(a1), "r"(a2), "r"(a3), "r"(b0), "r"(b1));
-#endif
-    }
-};
-
-template <> struct MmaOp<__half> {
-    static __device__ __forceinline__ void run(float (&c)[4], uint32_t a0, uint32_t a1, uint32_t a2, uint32_t a3,
-                                               uint32_t b0, uint32_t b1) {
-#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 800
-        asm volatile(
-            "mma.sync.aligned.m16n8k16.row.col.f32.f16.f16.f32 {%0,%1,%2,%3}, {%4,%5,%6,%7}, {%8,%9}, "
-            "{%0,%1,%2,%3};\n"
-            : "+f"(c[0]), "+f"(c[1]), "+f"(c[2]), "+f"(c[3])
-            : "r"(a0), "r"(a1), "r"(a2), "r"(a3), "r"(b0), "r"(b1));
-#endif
-    }
-};
 
 __device__ __forceinline__ uint32_t word(const uint4& v, int i) {
     return i == 0 ? v.x : i == 1 ? v.y : i == 2 ? v.z : v.w;
@@ -140,9 +113,11 @@ __global__ void __launch_bounds__(kThreads) skinny_gemm_kernel(
                 for (int tl = 0; tl < 2; ++tl)
 #pragma unroll
                     for (int nt = 0; nt < MT; ++nt)
-                        MmaOp<T>::run(acc[tl][nt], word(a[u][2 * tl], 2 * j), word(a[u][2 * tl + 1], 2 * j),
-                                      word(a[u][2 * tl], 2 * j + 1), word(a[u][2 * tl + 1], 2 * j + 1),
-                                      word(b[u][nt], 2 * j), word(b[u][nt], 2 * j + 1));
+                    {
+                        const uint32_t frag[4] = {word(a[u][2 * tl], 2 * j), word(a[u][2 * tl + 1], 2 * j),
+                                                  word(a[u][2 * tl], 2 * j + 1), word(a[u][2 * tl + 1], 2 * j + 1)};
+                        Mma<T>::run(acc[tl][nt], frag, word(b[u][nt], 2 * j), word(b[u][nt], 2 * j + 1));
+                    }
         }
     }
 
