@@ -92,6 +92,14 @@ template <typename Fn> __host__ int dispatch_dtype(int dtype, Fn&& fn) {
     }
 }
 
+// An attribute of the current device (callers make the tensors' device current), as a cudaError_t.
+__host__ inline int current_device_attribute(cudaDeviceAttr attribute, int* value) {
+    int device = 0;
+    cudaError_t error = cudaGetDevice(&device);
+    if (error == cudaSuccess) error = cudaDeviceGetAttribute(value, attribute, device);
+    return static_cast<int>(error);
+}
+
 __host__ __forceinline__ int launch_status() { return static_cast<int>(cudaGetLastError()); }
 
 }  // namespace voxcpm

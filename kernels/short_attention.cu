@@ -567,12 +567,10 @@ extern "C" int voxcpm_short_attention(const void* qkv, const float* cos, const f
         (cos != nullptr && (!aligned16(cos) || !aligned16(sin))))
         return VOXCPM_ERROR_INVALID_ARGUMENT;
     if (sequences == 0) return 0;
-    int device = 0;
     int sms = 0;
     int major = 0;
-    int err = static_cast<int>(cudaGetDevice(&device));
-    if (err == 0) err = static_cast<int>(cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, device));
-    if (err == 0) err = static_cast<int>(cudaDeviceGetAttribute(&major, cudaDevAttrComputeCapabilityMajor, device));
+    int err = current_device_attribute(cudaDevAttrMultiProcessorCount, &sms);
+    if (err == 0) err = current_device_attribute(cudaDevAttrComputeCapabilityMajor, &major);
     if (err != 0) return err;
 
     ShortArgs a{};

@@ -208,11 +208,8 @@ int resident_blocks(int m, int epilogue) {
 }
 
 int multiprocessors() {
-    int device = 0, sms = 0;
-    if (cudaGetDevice(&device) != cudaSuccess ||
-        cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, device) != cudaSuccess)
-        return 0;
-    return sms;
+    int sms = 0;
+    return current_device_attribute(cudaDevAttrMultiProcessorCount, &sms) == cudaSuccess ? sms : 0;
 }
 
 // Splits of k so the whole grid runs as one wave of resident blocks (a second, partial wave would
@@ -270,9 +267,8 @@ extern "C" int voxcpm_skinny_gemm(const void* x, const void* weight, void* out, 
     if (!valid_shape(m, n, k, epilogue) || x == nullptr || weight == nullptr || out == nullptr ||
         !aligned16(x) || !aligned16(weight))
         return VOXCPM_ERROR_INVALID_ARGUMENT;
-    int device = 0, major = 0;
-    if (cudaGetDevice(&device) != cudaSuccess ||
-        cudaDeviceGetAttribute(&major, cudaDevAttrComputeCapabilityMajor, device) != cudaSuccess || major < 8)
+    int major = 0;
+    if (current_device_attribute(cudaDevAttrComputeCapabilityMajor, &major) != cudaSuccess || major < 8)
         return VOXCPM_ERROR_INVALID_ARGUMENT;  // mma.sync on bf16/fp16 needs sm_80 or newer
     const Shape shape = plan(static_cast<int>(m), static_cast<int>(n), static_cast<int>(k), epilogue);
     const size_t needed = shape.splits > 1 ? static_cast<size_t>(shape.pairs) * shape.splits * shape.values * sizeof(float) : 0;
