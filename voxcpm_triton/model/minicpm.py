@@ -332,24 +332,24 @@ class MiniCPMModel(nn.Module):
                 rope = self._rope_op(x.shape[0], x.shape[1], x)
             else:
                 rope = self.rope(torch.arange(x.shape[1], device=x.device))
-        if rows is not None and x.is_cuda and not isinstance(rope, ShortAttentionOp):
-            # On the GPU only the short_attention op takes `rows`: with SDPA on a slice of the
-            # queries, CUDA-graph capture of the tiny fp32 VoxCPM1.5 step failed on the H200 (run 6).
-            hidden, kv = self.forward(x, causal)
-            return hidden[:, rows], kv
+        # On the GPU only the short_attention op trims the last layer to `rows`: with SDPA on a slice
+        # of the queries, CUDA-graph capture of the tiny fp32 VoxCPM1.5 step failed on the H200
+        # (run 6); there every row is computed and the wanted ones are sliced at the end.
+        trimmed = rows if isinstance(rope, ShortAttentionOp) or not x.is_cuda else None
+        rows_per_layer = [None] * (len(self.layers) - 1) + [trimmed]
         kv = []
-        last = len(self.layers) - 1
         if self.fused_norms:
             x = x.contiguous().clone()  # the residual stream is updated in place
             h = ops.rmsnorm(x, self.layers[0].input_layernorm.weight, self.layers[0].input_layernorm.eps)
-            for index, (layer, next_norm) in enumerate(zip(self.layers, self._next_norms())):
-                h, k, v = layer.fused_forward(x, h, rope, causal, next_norm, rows if index == last else None)
+            for layer, next_norm, layer_rows in zip(self.layers, self._next_norms(), rows_per_layer):
+                h, k, v = layer.fused_forward(x, h, rope, causal, next_norm, layer_rows)
                 kv.append((k, v))
-            return h, kv
-        for index, layer in enumerate(self.layers):
-            x, k, v = layer(x, rope, causal, rows if index == last else None)
-            kv.append((k, v))
-        return self.norm(x), kv
+        else:
+            for layer, layer_rows in zip(self.layers, rows_per_layer):
+                x, k, v = layer(x, rope, causal, layer_rows)
+                kv.append((k, v))
+            h = self.norm(x)
+        return (h[:, rows] if rows is not None and trimmed is None else h), kv
 
     def _short_attention_fits(self, x: torch.Tensor, causal: bool) -> bool:
         """Whether the short_attention op serves this call: LocEnc / LocDiT-like bidirectional
