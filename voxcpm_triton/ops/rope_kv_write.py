@@ -14,7 +14,9 @@ import torch
 from voxcpm_triton.ops import library as lib
 
 
-def _rotate(x: torch.Tensor, cos: torch.Tensor, sin: torch.Tensor) -> torch.Tensor:
+def rotate_ref(x: torch.Tensor, cos: torch.Tensor, sin: torch.Tensor) -> torch.Tensor:
+    """Rotate-half RoPE of x [..., d] by tables broadcastable to it, in fp32, rounded back to x's
+    dtype (the references of rope_kv_write and short_attention)."""
     x32 = x.float()
     first, second = x32.chunk(2, dim=-1)
     return (x32 * cos + torch.cat((-second, first), dim=-1) * sin).to(x.dtype)
@@ -28,7 +30,7 @@ def rope_kv_write_ref(q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, k_cache
     if cos is not None:
         rows = positions.clamp(0, cos.shape[0] - 1)
         c, s = cos[rows][:, None, :], sin[rows][:, None, :]
-        q_out, k_rot = _rotate(q, c, s), _rotate(k, c, s)
+        q_out, k_rot = rotate_ref(q, c, s), rotate_ref(k, c, s)
     else:
         q_out, k_rot = q.clone(), k
     valid = (slot_ids >= 0) & (slot_ids < k_cache.shape[0]) & (positions >= 0) & (positions < k_cache.shape[2])

@@ -14,15 +14,10 @@ import math
 import torch
 
 from voxcpm_triton.ops import library as lib
+from voxcpm_triton.ops.rope_kv_write import rotate_ref
 
 MAX_SEQ_LEN = 32  # the kernel holds a sequence's keys in one warp's lanes
 KERNEL_HEAD_DIMS = (64, 128)
-
-
-def _rotate(x: torch.Tensor, cos: torch.Tensor, sin: torch.Tensor) -> torch.Tensor:
-    x32 = x.float()
-    first, second = x32.chunk(2, dim=-1)
-    return (x32 * cos + torch.cat((-second, first), dim=-1) * sin).to(x.dtype)
 
 
 def short_attention_ref(qkv: torch.Tensor, seq_len: int, q_heads: int, kv_heads: int,
@@ -35,7 +30,7 @@ def short_attention_ref(qkv: torch.Tensor, seq_len: int, q_heads: int, kv_heads:
     q, k, v = heads.split((q_heads, kv_heads, kv_heads), dim=1)  # [N, H, T, d]
     if cos is not None:
         c, s = cos[:seq_len], sin[:seq_len]
-        q, k = _rotate(q, c, s), _rotate(k, c, s)
+        q, k = rotate_ref(q, c, s), rotate_ref(k, c, s)
     group = q_heads // kv_heads
     k = k.float().repeat_interleave(group, dim=1)
     v = v.float().repeat_interleave(group, dim=1)
