@@ -1,7 +1,7 @@
 """Times the decode_attention op for each split count at VoxCPM2's base-LM shapes (16 q / 2 kv heads
 of 128, bf16), per batch size, to choose the default split heuristic (ops/decode_attention.py
-`default_num_splits`). Each stream attends to --length cached keys. Timing: median of CUDA-graph
-replays holding 20 calls (as perf/bench_ops.py does).
+`default_num_splits`). Each stream attends to --length cached keys. Timing: perf/bench_ops.py's
+(median of CUDA-graph replays holding 20 calls).
 
 Usage: python perf/sweep_decode_attention.py --out DIR/sweep_decode_attention.json
        [--batches 1,16,64,256] [--splits 1,2,4,8,16,32,64] [--length 300]
@@ -11,7 +11,6 @@ from __future__ import annotations
 
 import argparse
 import json
-import statistics
 import sys
 from pathlib import Path
 
@@ -19,31 +18,11 @@ import torch
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
+from perf.bench_ops import graph_time_us  # noqa: E402
 from voxcpm_triton import ops  # noqa: E402
 from voxcpm_triton.ops.decode_attention import default_num_splits  # noqa: E402
 
 Q_HEADS, KV_HEADS, HEAD_DIM = 16, 2, 128
-
-
-def graph_time_us(fn, inner: int = 20, reps: int = 30) -> float:
-    stream = torch.cuda.Stream()
-    stream.wait_stream(torch.cuda.current_stream())
-    with torch.cuda.stream(stream):
-        fn()
-    torch.cuda.current_stream().wait_stream(stream)
-    graph = torch.cuda.CUDAGraph()
-    with torch.cuda.graph(graph):
-        for _ in range(inner):
-            fn()
-    times = []
-    for _ in range(reps):
-        start, end = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
-        start.record()
-        graph.replay()
-        end.record()
-        end.synchronize()
-        times.append(start.elapsed_time(end) * 1e3 / inner)
-    return statistics.median(times)
 
 
 def main() -> int:
