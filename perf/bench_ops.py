@@ -15,6 +15,7 @@ and short attention against the path the model ran before it (rope_kv_write, hea
 from __future__ import annotations
 
 import argparse
+import itertools
 import json
 import statistics
 import sys
@@ -192,7 +193,7 @@ def linear_case(rows: int, k: int, n: int, epilogue: int, dtype: torch.dtype) ->
     (copies of the smallest weights still fit in it together: read those rows as optimistic)."""
     x = rand(rows, k, dtype=dtype)
     weights = [rand(n, k, dtype=dtype, scale=k ** -0.5) for _ in range(20)]
-    turn = iter(range(1 << 62))
+    turn = itertools.count()
 
     def weight() -> torch.Tensor:
         return weights[next(turn) % len(weights)]
