@@ -6,7 +6,11 @@
 #include <cuda_runtime.h>
 #include <stdint.h>
 
+#include <stdlib.h>
+
 #include <algorithm>
+#include <atomic>
+#include <utility>
 
 #include "voxcpm_kernels.h"
 
@@ -101,5 +105,67 @@ __host__ inline int current_device_attribute(cudaDeviceAttr attribute, int* valu
 }
 
 __host__ __forceinline__ int launch_status() { return static_cast<int>(cudaGetLastError()); }
+
+// Programmatic dependent launch (Hopper and newer). A kernel started by launch() may begin while the
+// kernel before it on the stream is still finishing, so a step made of many short kernels stops
+// paying each one's launch and ramp-up in full. Every such kernel keeps two rules:
+//  - pdl_wait() before it reads anything an earlier kernel wrote and before its first global write
+//    (an earlier kernel may still be reading that memory); every block calls it, even one that
+//    returns early, so "this kernel finished" keeps implying "everything before it finished";
+//  - reads of memory no kernel writes (weights, tables) may come before the wait: that is where the
+//    overlap pays, a GEMM streaming its weight while its predecessor drains.
+// pdl_launch_dependents() lets the next kernel's blocks take SMs as this one's blocks leave.
+// Without the launch attribute (older GPUs, VOXCPM_PDL=0) both are no-ops and order is plain
+// stream order.
+__device__ __forceinline__ void pdl_wait() {
+#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
+    asm volatile("griddepcontrol.wait;" ::: "memory");
+#endif
+}
+
+__device__ __forceinline__ void pdl_launch_dependents() {
+#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
+    asm volatile("griddepcontrol.launch_dependents;" ::: "memory");
+#endif
+}
+
+// Whether launches on the current device use programmatic dependent launch: compute capability 9
+// or newer, unless the environment sets VOXCPM_PDL=0 (for A/B timing). Cached per device.
+__host__ inline bool pdl_enabled() {
+    constexpr int kDevices = 64;
+    static std::atomic<int> cached[kDevices];  // 0 unknown, 1 off, 2 on
+    static const bool allowed = [] {
+        const char* value = getenv("VOXCPM_PDL");
+        return value == nullptr || value[0] != '0';
+    }();
+    if (!allowed) return false;
+    int device = 0;
+    if (cudaGetDevice(&device) != cudaSuccess || device < 0 || device >= kDevices) return false;
+    int state = cached[device].load(std::memory_order_relaxed);
+    if (state == 0) {
+        int major = 0;
+        state = current_device_attribute(cudaDevAttrComputeCapabilityMajor, &major) == cudaSuccess && major >= 9 ? 2 : 1;
+        cached[device].store(state, std::memory_order_relaxed);
+    }
+    return state == 2;
+}
+
+// kernel<<<grid, block, shared_bytes, stream>>>(args...) with the programmatic dependent launch
+// attribute where pdl_enabled(); returns the launch's cudaError_t as an int.
+template <typename... Params, typename... Args>
+__host__ int launch_kernel(void (*kernel)(Params...), dim3 grid, dim3 block, size_t shared_bytes,
+                           cudaStream_t stream, Args&&... args) {
+    cudaLaunchAttribute attribute[1];
+    attribute[0].id = cudaLaunchAttributeProgrammaticStreamSerialization;
+    attribute[0].val.programmaticStreamSerializationAllowed = 1;
+    cudaLaunchConfig_t config{};
+    config.gridDim = grid;
+    config.blockDim = block;
+    config.dynamicSmemBytes = shared_bytes;
+    config.stream = stream;
+    config.attrs = attribute;
+    config.numAttrs = pdl_enabled() ? 1 : 0;
+    return static_cast<int>(cudaLaunchKernelEx(&config, kernel, std::forward<Args>(args)...));
+}
 
 }  // namespace voxcpm
