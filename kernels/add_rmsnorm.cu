@@ -14,6 +14,8 @@ __global__ void __launch_bounds__(kMaxThreads) add_rmsnorm_kernel(T* __restrict_
                                    const T* __restrict__ weight, T* __restrict__ out, int hidden,
                                    float eps, float residual_scale) {
     __shared__ float scratch[32];
+    pdl_launch_dependents();
+    pdl_wait();
     const int64_t base = static_cast<int64_t>(blockIdx.x) * hidden;
     float vals[MAXV][VEC];
     float sum_sq = 0.f;
@@ -59,10 +61,10 @@ int launch(void* x, const void* residual, const void* weight, void* out, int64_t
     if (per_thread > MAXV) return VOXCPM_ERROR_INVALID_ARGUMENT;
     int64_t threads = (vectors + per_thread - 1) / per_thread;
     threads = ((threads + 31) / 32) * 32;
-    add_rmsnorm_kernel<T, VEC, MAXV><<<static_cast<unsigned>(rows), static_cast<unsigned>(threads), 0, stream>>>(
-        static_cast<T*>(x), static_cast<const T*>(residual), static_cast<const T*>(weight),
-        static_cast<T*>(out), static_cast<int>(hidden), eps, residual_scale);
-    return launch_status();
+    return launch_kernel(add_rmsnorm_kernel<T, VEC, MAXV>, dim3(static_cast<unsigned>(rows)),
+                         dim3(static_cast<unsigned>(threads)), 0, stream, static_cast<T*>(x),
+                         static_cast<const T*>(residual), static_cast<const T*>(weight), static_cast<T*>(out),
+                         static_cast<int>(hidden), eps, residual_scale);
 }
 
 }  // namespace

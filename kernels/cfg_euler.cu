@@ -13,6 +13,8 @@ __global__ void __launch_bounds__(kThreads) cfg_euler_kernel(T* __restrict__ x, 
                                                              const float* __restrict__ cfg,
                                                              const float* __restrict__ dt, int64_t elems) {
     __shared__ float scratch[32];
+    pdl_launch_dependents();
+    pdl_wait();
     const int64_t base = static_cast<int64_t>(blockIdx.x) * elems;
     float dot = 0.f, sq = 0.f;
     for (int64_t i = threadIdx.x; i < elems; i += blockDim.x) {
@@ -47,8 +49,8 @@ extern "C" int voxcpm_cfg_euler(void* x, const void* v_cond, const void* v_uncon
     auto s = static_cast<cudaStream_t>(stream);
     return dispatch_dtype(dtype, [&](auto tag) {
         using T = decltype(tag);
-        cfg_euler_kernel<T><<<static_cast<unsigned>(batch), kThreads, 0, s>>>(
-            static_cast<T*>(x), static_cast<const T*>(v_cond), static_cast<const T*>(v_uncond), cfg, dt, elems);
-        return launch_status();
+        return launch_kernel(cfg_euler_kernel<T>, dim3(static_cast<unsigned>(batch)), dim3(kThreads), 0, s,
+                             static_cast<T*>(x), static_cast<const T*>(v_cond), static_cast<const T*>(v_uncond), cfg,
+                             dt, elems);
     });
 }

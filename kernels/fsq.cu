@@ -14,6 +14,8 @@ template <typename T> __device__ __forceinline__ float quantise(float h, float s
 
 template <typename T, int VEC>
 __global__ void fsq_kernel(const T* h, T* out, int64_t vectors, float scale) {
+    pdl_launch_dependents();
+    pdl_wait();
     for (int64_t idx = blockIdx.x * static_cast<int64_t>(blockDim.x) + threadIdx.x; idx < vectors;
          idx += static_cast<int64_t>(gridDim.x) * blockDim.x) {
         float v[VEC];
@@ -29,9 +31,8 @@ int launch(const void* h, void* out, int64_t n, float scale, cudaStream_t stream
     constexpr int kThreads = 256;
     const int64_t vectors = n / VEC;
     const int64_t blocks = std::min<int64_t>((vectors + kThreads - 1) / kThreads, 132 * 16);
-    fsq_kernel<T, VEC><<<static_cast<unsigned>(blocks), kThreads, 0, stream>>>(
-        static_cast<const T*>(h), static_cast<T*>(out), vectors, scale);
-    return launch_status();
+    return launch_kernel(fsq_kernel<T, VEC>, dim3(static_cast<unsigned>(blocks)), dim3(kThreads), 0, stream,
+                         static_cast<const T*>(h), static_cast<T*>(out), vectors, scale);
 }
 
 }  // namespace

@@ -58,6 +58,8 @@ __device__ __forceinline__ void rotate(const T* src, T* dst, const float* cos_ro
 
 template <typename T, int VEC>
 __global__ void __launch_bounds__(kThreads) rope_kv_write_kernel(RopeArgs a) {
+    pdl_launch_dependents();
+    pdl_wait();
     const int64_t token = blockIdx.x;
     const int32_t pos = a.positions[token];
     const int32_t slot = a.slot_ids[token];
@@ -137,10 +139,8 @@ extern "C" int voxcpm_rope_kv_write(const void* q, int64_t q_token_stride, int64
     return dispatch_dtype(dtype, [&](auto tag) {
         using T = decltype(tag);
         constexpr int kVec = 16 / sizeof(T);
-        if (vector_path_ok<T>(args, kVec))
-            rope_kv_write_kernel<T, kVec><<<static_cast<unsigned>(tokens), kThreads, 0, s>>>(args);
-        else
-            rope_kv_write_kernel<T, 1><<<static_cast<unsigned>(tokens), kThreads, 0, s>>>(args);
-        return launch_status();
+        const dim3 grid(static_cast<unsigned>(tokens));
+        if (vector_path_ok<T>(args, kVec)) return launch_kernel(rope_kv_write_kernel<T, kVec>, grid, dim3(kThreads), 0, s, args);
+        return launch_kernel(rope_kv_write_kernel<T, 1>, grid, dim3(kThreads), 0, s, args);
     });
 }

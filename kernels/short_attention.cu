@@ -132,6 +132,8 @@ __global__ void __launch_bounds__(kThreads) short_attention_kernel(ShortArgs a) 
     extern __shared__ float4 shared_raw[];
     float* ks = reinterpret_cast<float*>(shared_raw);  // [seq_len][KS]
     float* vs = ks + a.seq_len * KS;                     // [seq_len][D]
+    pdl_launch_dependents();
+    pdl_wait();
 
     const int L = a.seq_len;
     const int lane = threadIdx.x & 31;
@@ -239,8 +241,8 @@ size_t shared_bytes(int seq_len, int tp) {
 template <typename T, int D, int TP>
 int launch(const ShortArgs& a, int64_t sequences, cudaStream_t stream) {
     const dim3 grid(static_cast<unsigned>(sequences), a.q_heads / a.heads_per_block);
-    short_attention_kernel<T, D, TP><<<grid, kThreads, shared_bytes<D>(a.seq_len, TP), stream>>>(a);
-    return launch_status();
+    return launch_kernel(short_attention_kernel<T, D, TP>, grid, dim3(kThreads), shared_bytes<D>(a.seq_len, TP), stream,
+                         a);
 }
 
 template <typename T, int D>
@@ -323,6 +325,8 @@ __global__ void __launch_bounds__(kMmaThreads) short_attention_mma_kernel(ShortA
     constexpr int KEY_TILES = TPAD / 8;   // logits accumulator tiles (8 keys each)
     constexpr int OUT_TILES = D / 8;      // output accumulator tiles (8 dims each)
     static_assert(TPAD % 16 == 0 && D % 16 == 0, "unsupported tile");
+    pdl_launch_dependents();
+    pdl_wait();
 
     const int L = a.seq_len;
     const int lane = threadIdx.x & 31;
@@ -515,8 +519,7 @@ int launch_mma(const ShortArgs& a, int64_t sequences, int chunks, cudaStream_t s
         if (err != 0) return err;
     }
     const dim3 grid(static_cast<unsigned>(sequences), a.kv_heads * chunks);
-    short_attention_mma_kernel<T, D, TPAD><<<grid, kMmaThreads, bytes, stream>>>(a);
-    return launch_status();
+    return launch_kernel(short_attention_mma_kernel<T, D, TPAD>, grid, dim3(kMmaThreads), bytes, stream, a);
 }
 
 template <typename T>

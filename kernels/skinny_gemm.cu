@@ -12,7 +12,11 @@
 //    slice's 32-wide k chunks, and the slices are summed in a fixed order by the block that finishes
 //    last (a counter per tile pair), so the result is deterministic and one launch does it all;
 //  - the SwiGLU epilogue pairs gate rows [r, r + 16) with up rows [inter + r, inter + r + 16) of a
-//    fused [gate; up] weight and writes silu(gate) * up: the gate_up output never reaches memory.
+//    fused [gate; up] weight and writes silu(gate) * up: the gate_up output never reaches memory;
+//  - launched as a programmatic dependent (kernels/common.cuh), each warp issues its first weight
+//    loads before waiting for the kernel before it, so the weight streams while that kernel drains
+//    (at one stream nearly every warp has a single round of chunks: all its weight loads go early).
+//    The weight must therefore not be written by the kernels just before on the stream.
 #include "common.cuh"
 #include "mma.cuh"
 
@@ -89,16 +93,28 @@ __global__ void __launch_bounds__(kThreads) skinny_gemm_kernel(
             for (int r = 0; r < 4; ++r) acc[tl][nt][r] = 0.f;
 
     // This warp's chunks: split + splits * (warp + kWarps * i), U of them loaded before any is used.
+    // Chunks past the end reload the round's first chunk (valid memory) and are skipped below.
     const int stride = splits * kWarps;
-    for (int first = split + splits * warp; first < chunks; first += stride * U) {
-        uint4 a[U][4];
+    int first = split + splits * warp;
+    uint4 a[U][4];
+    auto load_weights = [&](int round_first) {
+#pragma unroll
+        for (int u = 0; u < U; ++u) {
+            const int c = round_first + u * stride;
+            const size_t offset = static_cast<size_t>(c < chunks ? c : round_first) * kChunk;
+#pragma unroll
+            for (int q = 0; q < 4; ++q) a[u][q] = load_stream(rows[q] + offset);
+        }
+    };
+    pdl_launch_dependents();
+    if (first < chunks) load_weights(first);
+    pdl_wait();
+    for (; first < chunks; first += stride * U) {
         uint4 b[U][MT];
 #pragma unroll
         for (int u = 0; u < U; ++u) {
             const int c = first + u * stride;
             const size_t offset = static_cast<size_t>(c < chunks ? c : first) * kChunk;
-#pragma unroll
-            for (int q = 0; q < 4; ++q) a[u][q] = load_stream(rows[q] + offset);
 #pragma unroll
             for (int nt = 0; nt < MT; ++nt)
                 b[u][nt] = live[nt] ? __ldg(reinterpret_cast<const uint4*>(xrows[nt] + offset)) : make_uint4(0, 0, 0, 0);
@@ -119,6 +135,7 @@ __global__ void __launch_bounds__(kThreads) skinny_gemm_kernel(
                         Mma<T>::run(acc[tl][nt], frag, word(b[u][nt], 2 * j), word(b[u][nt], 2 * j + 1));
                     }
         }
+        if (first + stride * U < chunks) load_weights(first + stride * U);
     }
 
 #pragma unroll
@@ -225,10 +242,9 @@ Shape plan(int m, int n, int k, int epilogue) {
 template <typename T, int MT, int EPI>
 int launch_tiles(const void* x, const void* w, void* out, float* partials, int* counters, int m, int k, int out_cols,
                  int second, const Shape& shape, cudaStream_t stream) {
-    kernel_of<T, MT, EPI>()<<<dim3(shape.pairs, shape.splits), kThreads, 0, stream>>>(
-        static_cast<const T*>(x), static_cast<const T*>(w), static_cast<T*>(out), partials, counters, m, k, out_cols,
-        second);
-    return launch_status();
+    return launch_kernel(kernel_of<T, MT, EPI>(), dim3(shape.pairs, shape.splits), dim3(kThreads), 0, stream,
+                         static_cast<const T*>(x), static_cast<const T*>(w), static_cast<T*>(out), partials, counters,
+                         m, k, out_cols, second);
 }
 
 template <typename T, int EPI>

@@ -15,6 +15,8 @@ template <typename T, int VEC>
 __global__ void snake_kernel(const T* __restrict__ x, int64_t batch_stride, int64_t channel_stride,
                              const T* __restrict__ alpha, T* __restrict__ out, int64_t channels,
                              int64_t length, int64_t vectors) {
+    pdl_launch_dependents();
+    pdl_wait();
     const int64_t first = blockIdx.x * static_cast<int64_t>(blockDim.x) + threadIdx.x;
     const int64_t step = static_cast<int64_t>(gridDim.x) * blockDim.x;
     if (first >= vectors) return;
@@ -64,6 +66,8 @@ __global__ void snake_kernel(const T* __restrict__ x, int64_t batch_stride, int6
 template <typename T>
 __global__ void snake_tail_kernel(const T* __restrict__ x, const T* __restrict__ alpha, T* __restrict__ out,
                                   int64_t channels, int64_t length, int64_t begin, int64_t n) {
+    pdl_launch_dependents();
+    pdl_wait();
     const int64_t i = begin + blockIdx.x * static_cast<int64_t>(blockDim.x) + threadIdx.x;
     if (i >= n) return;
     const float a = to_float<T>(alpha[(i / length) % channels]);
@@ -83,15 +87,15 @@ int launch(const void* x, int64_t batch_stride, int64_t channel_stride, const vo
     if (vectors > 0) {
         // Enough blocks to fill any current GPU several times over; the grid stride covers the rest.
         const int64_t blocks = std::min<int64_t>((vectors + kThreads - 1) / kThreads, 132 * 16);
-        snake_kernel<T, VEC><<<static_cast<unsigned>(blocks), kThreads, 0, stream>>>(
-            xt, batch_stride, channel_stride, at, ot, channels, length, vectors);
+        const int error = launch_kernel(snake_kernel<T, VEC>, dim3(static_cast<unsigned>(blocks)), dim3(kThreads), 0,
+                                        stream, xt, batch_stride, channel_stride, at, ot, channels, length, vectors);
+        if (error != 0) return error;
     }
     // Nonzero only for dense x: the launcher gives strided x VEC > 1 only when VEC divides length.
     const int64_t tail = n - vectors * VEC;
-    if (tail > 0) {
-        snake_tail_kernel<T><<<1, VEC, 0, stream>>>(xt, at, ot, channels, length, vectors * VEC, n);
-    }
-    return launch_status();
+    if (tail > 0) return launch_kernel(snake_tail_kernel<T>, dim3(1), dim3(VEC), 0, stream, xt, at, ot, channels, length,
+                                       vectors * VEC, n);
+    return 0;
 }
 
 }  // namespace

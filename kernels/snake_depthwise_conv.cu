@@ -48,6 +48,8 @@ snake_depthwise_conv_kernel(const T* __restrict__ x, int64_t batch_stride, int64
     float* window = reinterpret_cast<float*>(shared);
     const int halo = (kTaps - 1) * dilation;
     T* staged = reinterpret_cast<T*>(window + window_floats<T>(TILE, halo));
+    pdl_launch_dependents();
+    pdl_wait();
 
     const uint32_t row = blockIdx.x / tiles_per_row;
     const uint32_t tile = blockIdx.x - row * tiles_per_row;
@@ -121,11 +123,11 @@ int launch(const void* x, int64_t batch_stride, int64_t channel_stride, const vo
     if (blocks > 0x7fffffff) return VOXCPM_ERROR_INVALID_ARGUMENT;
     const int halo = (kTaps - 1) * dilation;
     const size_t shared = window_floats<T>(TILE, halo) * sizeof(float) + TILE * sizeof(T);
-    snake_depthwise_conv_kernel<T, THREADS><<<static_cast<unsigned>(blocks), THREADS, shared, stream>>>(
-        static_cast<const T*>(x), batch_stride, channel_stride, static_cast<const T*>(alpha),
-        static_cast<const T*>(weight), static_cast<const T*>(bias), static_cast<T*>(out),
-        static_cast<uint32_t>(channels), length, static_cast<uint32_t>(tiles), dilation);
-    return launch_status();
+    return launch_kernel(snake_depthwise_conv_kernel<T, THREADS>, dim3(static_cast<unsigned>(blocks)), dim3(THREADS),
+                         shared, stream, static_cast<const T*>(x), batch_stride, channel_stride,
+                         static_cast<const T*>(alpha), static_cast<const T*>(weight), static_cast<const T*>(bias),
+                         static_cast<T*>(out), static_cast<uint32_t>(channels), length, static_cast<uint32_t>(tiles),
+                         dilation);
 }
 
 }  // namespace

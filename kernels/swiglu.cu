@@ -11,6 +11,8 @@ __device__ __forceinline__ float silu(float v) { return v / (1.f + expf(-v)); }
 template <typename T, int VEC>
 __global__ void swiglu_kernel(const T* __restrict__ gate_up, T* __restrict__ out, int64_t rows,
                               int64_t inter) {
+    pdl_launch_dependents();
+    pdl_wait();
     const int64_t vectors_per_row = inter / VEC;
     const int64_t total = rows * vectors_per_row;
     for (int64_t idx = blockIdx.x * static_cast<int64_t>(blockDim.x) + threadIdx.x; idx < total;
@@ -33,9 +35,8 @@ int launch(const void* gate_up, void* out, int64_t rows, int64_t inter, cudaStre
     const int64_t total = rows * (inter / VEC);
     // Enough blocks to fill any current GPU several times over; the grid-stride loop covers the rest.
     const int64_t blocks = std::min<int64_t>((total + kThreads - 1) / kThreads, 132 * 16);
-    swiglu_kernel<T, VEC><<<static_cast<unsigned>(blocks), kThreads, 0, stream>>>(
-        static_cast<const T*>(gate_up), static_cast<T*>(out), rows, inter);
-    return launch_status();
+    return launch_kernel(swiglu_kernel<T, VEC>, dim3(static_cast<unsigned>(blocks)), dim3(kThreads), 0, stream,
+                         static_cast<const T*>(gate_up), static_cast<T*>(out), rows, inter);
 }
 
 }  // namespace
