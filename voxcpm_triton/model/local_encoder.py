@@ -22,5 +22,6 @@ class LocalEncoder(nn.Module):
         x = self.in_proj(patches)
         cls = self.special_token.expand(batch, steps, 1, -1)
         x = torch.cat((cls, x), dim=2).reshape(batch * steps, patch + 1, -1)
-        hidden, _ = self.encoder(x, causal=False)
+        # Only the CLS position is read: the last layer computes that row alone.
+        hidden, _ = self.encoder(x, causal=False, rows=slice(0, 1))
         return hidden[:, 0].reshape(batch, steps, -1)
