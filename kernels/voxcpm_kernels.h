@@ -21,7 +21,7 @@ extern "C" {
 #define VOXCPM_API __attribute__((visibility("default")))
 
 /* Bumped whenever a signature below changes; the Python loader refuses a mismatched library. */
-#define VOXCPM_KERNELS_ABI_VERSION 1
+#define VOXCPM_KERNELS_ABI_VERSION 2
 
 enum voxcpm_dtype { VOXCPM_FLOAT32 = 0, VOXCPM_FLOAT16 = 1, VOXCPM_BFLOAT16 = 2 };
 
@@ -186,6 +186,21 @@ VOXCPM_API int voxcpm_snake_depthwise_conv(const void* x, int64_t x_batch_stride
                                            const void* weight, const void* bias, void* out,
                                            int64_t batch, int64_t channels, int64_t length,
                                            int dilation, int dtype, void* stream);
+
+/*
+ * Per-row dynamic FP8 quantisation of a GEMM activation (the A operand of an FP8 GEMM with rowwise
+ * scales, torch._scaled_mm's scale_a):
+ *   activation 0: y = x[r, :]                       x: [rows, k]
+ *   activation 1: y = silu(gate) * up (SwiGLU, rounded to dtype as voxcpm_swiglu rounds it) of the
+ *                 fused row x[r, :] = [gate (k) | up (k)]    x: [rows, 2 * k]
+ *   scale[r] = max|y| / 448 in fp32 (1 when the row is all zeros)
+ *   out[r, c] = float8_e4m3fn(y[c] / scale[r]): true division, round to nearest even, saturating
+ *     at +-448. Rows holding NaN or inf get unspecified codes.
+ * x contiguous of dtype; out: [rows, k] bytes (e4m3fn) contiguous; scale: fp32 [rows]. x and out
+ * 16-byte aligned; k a multiple of 16, <= 16384 (<= 8192 for fp32 x).
+ */
+VOXCPM_API int voxcpm_quantize_fp8(const void* x, void* out, float* scale, int64_t rows, int64_t k,
+                                   int activation, int dtype, void* stream);
 
 #ifdef __cplusplus
 }
