@@ -26,7 +26,8 @@ from voxcpm_triton.engine.noise import NoiseRing, block_from_env
 from voxcpm_triton.engine.prefill_graphs import MAX_ROWS, PrefillGraphs, graphable_prefill, length_bucket
 from voxcpm_triton.engine.scheduler import Stream
 from voxcpm_triton.engine.slots import KVCache
-from voxcpm_triton.model.fast_path import compile_layers, compile_requested, custom_ops_requested, enable_custom_ops
+from voxcpm_triton.model.fast_path import (compile_layers, compile_requested, custom_ops_requested, enable_custom_ops,
+                                           enable_fp8, fp8_min_rows, fp8_requested)
 from voxcpm_triton.model.minicpm import DecodeSlots
 from voxcpm_triton.model.voxcpm import VoxCPMModel
 from voxcpm_triton.ops import library as ops_library
@@ -75,6 +76,9 @@ class ModelRunner:
         on_cuda = self.device.type == "cuda"
         self.custom_ops = custom_ops_requested() if custom_ops is None else custom_ops
         enable_custom_ops(self.model, self.custom_ops)
+        # Opt-in FP8 LocDiT GEMMs at large batches (VOXCPM_FP8=1); off, the step is the bf16 one.
+        self.fp8 = self.custom_ops and fp8_requested()
+        enable_fp8(self.model, self.fp8, fp8_min_rows())
         if on_cuda and (compile_requested() if compile_layers_ is None else compile_layers_):
             compile_layers(self.model)
         if kernel_attention is None:

@@ -5,7 +5,9 @@ up weights into one [2 * inter, hidden] tensor and each attention's q/k/v weight
 parts the official parameters then view (state_dict keys and values unchanged, no extra memory:
 one GEMM instead of two or three), and makes the stacks use add_rmsnorm /
 rmsnorm, the swiglu, fsq and cfg_euler_step ops. `compile_layers` puts each decoder layer's
-forward under torch.compile (inductor). Environment: VOXCPM_CUSTOM_OPS=0 and VOXCPM_COMPILE=1.
+forward under torch.compile (inductor). `enable_fp8` gives the LocDiT's GEMMs FP8 copies of their
+weights for large batches (opt-in precision mode). Environment: VOXCPM_CUSTOM_OPS=0, VOXCPM_COMPILE=1,
+VOXCPM_FP8=1 (VOXCPM_FP8_MIN_ROWS, default 256).
 """
 
 from __future__ import annotations
@@ -16,7 +18,13 @@ import torch
 
 from voxcpm_triton.model.flow_matching import FlowMatching
 from voxcpm_triton.model.fsq import ScalarQuantization
+from voxcpm_triton.model.local_dit import LocalDiT
 from voxcpm_triton.model.minicpm import MLP, Attention, DecoderLayer, MiniCPMModel
+from voxcpm_triton.ops.fp8_linear import Fp8Weight, quantizable, quantize_weight
+
+# Activation rows from which the LocDiT's GEMMs take FP8: below this they stream their weights more
+# than they compute (skinny_gemm or bf16 cuBLAS serve them); the LocDiT has ~22 rows per stream.
+FP8_MIN_ROWS = 256
 
 
 def custom_ops_requested() -> bool:
@@ -25,6 +33,17 @@ def custom_ops_requested() -> bool:
 
 def compile_requested() -> bool:
     return os.environ.get("VOXCPM_COMPILE", "0") == "1"
+
+
+def fp8_requested() -> bool:
+    return os.environ.get("VOXCPM_FP8", "0") == "1"
+
+
+def fp8_min_rows() -> int:
+    value = os.environ.get("VOXCPM_FP8_MIN_ROWS", str(FP8_MIN_ROWS))
+    if not value.isdigit() or int(value) < 1:
+        raise ValueError(f"VOXCPM_FP8_MIN_ROWS must be an integer >= 1, got {value!r}")
+    return int(value)
 
 
 def fuse_weights(owner: torch.nn.Module, linears: list[torch.nn.Linear]) -> torch.Tensor:
@@ -56,6 +75,35 @@ def enable_custom_ops(model: torch.nn.Module, enabled: bool) -> None:
             module.qkv_weight = fuse_weights(module, [module.q_proj, module.k_proj, module.v_proj]) if enabled else None
         elif isinstance(module, (ScalarQuantization, FlowMatching)):
             module.use_op = enabled
+
+
+def _fp8_copy(weight: torch.Tensor, min_rows: int) -> Fp8Weight | None:
+    return quantize_weight(weight, min_rows) if quantizable(weight) else None
+
+
+def enable_fp8(model: torch.nn.Module, enabled: bool, min_rows: int = FP8_MIN_ROWS) -> int:
+    """Give (enabled) or take away the FP8 weight copies of every LocDiT layer's qkv, o_proj,
+    gate_up and down_proj GEMMs; returns the bytes the copies hold. With them, a GEMM whose
+    activation has >= min_rows rows runs on FP8 tensor cores (compute capability >= 8.9, bf16
+    activations; the reference on the CPU), the rest stay as they were. Only the custom-ops path
+    (enable_custom_ops) routes through them. Call on the model's final device."""
+    held = 0
+    for dit in (module for module in model.modules() if isinstance(module, LocalDiT)):
+        for module in dit.decoder.modules():
+            if isinstance(module, Attention):
+                qkv = torch.cat([module.q_proj.weight, module.k_proj.weight, module.v_proj.weight]).detach()
+                module.fp8_qkv = _fp8_copy(qkv, min_rows) if enabled else None
+                module.fp8_out = _fp8_copy(module.o_proj.weight, min_rows) if enabled else None
+                copies = (module.fp8_qkv, module.fp8_out)
+            elif isinstance(module, MLP):
+                gate_up = torch.cat([module.gate_proj.weight, module.up_proj.weight]).detach()
+                module.fp8_gate_up = _fp8_copy(gate_up, min_rows) if enabled else None
+                module.fp8_down = _fp8_copy(module.down_proj.weight, min_rows) if enabled else None
+                copies = (module.fp8_gate_up, module.fp8_down)
+            else:
+                continue
+            held += sum(c.codes.nbytes + c.scale.nbytes for c in copies if c is not None)
+    return held
 
 
 def compile_layers(model: torch.nn.Module) -> None:

@@ -17,6 +17,7 @@ import torch.nn.functional as F
 
 from voxcpm_triton import ops
 from voxcpm_triton.config import LMConfig
+from voxcpm_triton.ops.fp8_linear import SWIGLU, Fp8Weight, fp8_linear, fp8_takes, routed_linear
 from voxcpm_triton.ops.short_attention import KERNEL_HEAD_DIMS as SHORT_ATTENTION_HEAD_DIMS
 from voxcpm_triton.ops.short_attention import MAX_SEQ_LEN as SHORT_ATTENTION_MAX_LEN
 
@@ -132,17 +133,22 @@ class Attention(nn.Module):
         self.o_proj = nn.Linear(self.num_heads * self.head_dim, config.hidden_size, bias=False)
         # [q; k; v] weight whose parts the three projections view (fast_path.fuse_weights).
         self.qkv_weight: torch.Tensor | None = None
+        # FP8 copies of the fused qkv and of o_proj (fast_path.enable_fp8), used at many rows.
+        self.fp8_qkv: Fp8Weight | None = None
+        self.fp8_out: Fp8Weight | None = None
 
     def _out(self, x: torch.Tensor) -> torch.Tensor:
-        """o_proj; on the custom ops through ops.linear (the few-row GEMM kernel at small batches)."""
-        return self.o_proj(x) if self.qkv_weight is None else ops.linear(x, self.o_proj.weight)
+        """o_proj; on the custom ops through ops.linear (the few-row GEMM kernel at small batches) or
+        the FP8 GEMM (many rows, when enabled)."""
+        return self.o_proj(x) if self.qkv_weight is None else routed_linear(x, self.o_proj.weight, self.fp8_out)
 
     def _qkv(self, x: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
         """Projections [..., H * d] each; one GEMM when the weights are fused."""
         if self.qkv_weight is None:
             return self.q_proj(x), self.k_proj(x), self.v_proj(x)
         kv_width = self.num_kv_heads * self.head_dim
-        return ops.linear(x, self.qkv_weight).split((self.num_heads * self.head_dim, kv_width, kv_width), dim=-1)
+        qkv = routed_linear(x, self.qkv_weight, self.fp8_qkv)
+        return qkv.split((self.num_heads * self.head_dim, kv_width, kv_width), dim=-1)
 
     def _project(self, x: torch.Tensor, rope: tuple[torch.Tensor, torch.Tensor] | None):
         """x [..., T, hidden] -> q [..., Hq, T, d], k/v [..., Hkv, T, d] with RoPE applied."""
@@ -160,7 +166,8 @@ class Attention(nn.Module):
         """_project with the fused q/k/v weight and the rope op (x [B, T, hidden])."""
         batch, length, _ = x.shape
         rotated_heads = self.num_heads + self.num_kv_heads
-        qkv = ops.linear(x, self.qkv_weight).view(batch * length, rotated_heads + self.num_kv_heads, self.head_dim)
+        qkv = routed_linear(x, self.qkv_weight, self.fp8_qkv)
+        qkv = qkv.view(batch * length, rotated_heads + self.num_kv_heads, self.head_dim)
         k, v = qkv[:, self.num_heads:rotated_heads], qkv[:, rotated_heads:]
         rotated = ops.rope_kv_write(qkv[:, :rotated_heads], k, v, rope.no_k_cache, rope.no_v_cache, rope.positions,
                                     rope.no_slot, rope.cos, rope.sin)
@@ -172,7 +179,7 @@ class Attention(nn.Module):
     def _short_attention_op(self, x: torch.Tensor, tables: ShortAttentionOp) -> torch.Tensor:
         """Attention output [B * T, Hq * d] of whole sequences x [B, T, hidden] by the op."""
         batch, length, hidden = x.shape
-        qkv = ops.linear(x.reshape(batch * length, hidden), self.qkv_weight)
+        qkv = routed_linear(x.reshape(batch * length, hidden), self.qkv_weight, self.fp8_qkv)
         return ops.short_attention(qkv, length, self.num_heads, self.num_kv_heads, tables.cos, tables.sin)
 
     def forward(
@@ -244,8 +251,14 @@ class MLP(nn.Module):
         # [gate; up] weight whose halves gate_proj/up_proj view (fast_path.fuse_weights): one
         # GEMM and the swiglu op instead of two GEMMs and three elementwise kernels.
         self.gate_up_weight: torch.Tensor | None = None
+        # FP8 copies of the fused gate_up and of down_proj (fast_path.enable_fp8), used at many rows.
+        self.fp8_gate_up: Fp8Weight | None = None
+        self.fp8_down: Fp8Weight | None = None
 
     def forward(self, x: torch.Tensor) -> torch.Tensor:
+        if self.gate_up_weight is not None and fp8_takes(x, self.fp8_gate_up) and fp8_takes(x, self.fp8_down):
+            # SwiGLU folds into the quantisation of the down projection's input.
+            return fp8_linear(fp8_linear(x, self.fp8_gate_up), self.fp8_down, SWIGLU)
         if self.gate_up_weight is not None:
             return ops.linear(ops.gate_up_swiglu(x, self.gate_up_weight), self.down_proj.weight)
         return self.down_proj(F.silu(self.gate_proj(x)) * self.up_proj(x))
