@@ -5,7 +5,8 @@ per stream; LocDiT: 2 x 11 tokens per stream with both CFG branches), so each co
 weight once; kernels/skinny_gemm.cu does that closer to memory bandwidth than cuBLAS's choices for
 these shapes and can fold SwiGLU into the gate_up projection. `linear` and `gate_up_swiglu` pick
 the kernel when the shape allows and fall back to F.linear (+ swiglu) otherwise, so callers need
-no shape logic. VOXCPM_SKINNY_GEMM=0 turns the kernel off (A/B measurements).
+no shape logic. VOXCPM_SKINNY_GEMM=0 turns the kernel off and VOXCPM_SKINNY_PLAIN_ROWS=N (1..32)
+moves the plain-GEMM row limit (A/B measurements).
 """
 
 from __future__ import annotations
@@ -23,7 +24,9 @@ MAX_ROWS = 32
 # `linear` routes plain GEMMs to the kernel up to this many rows only: on the H200 it ties cuBLAS at
 # 1 row and loses at LocDiT's 22 (7.6 against 5.1 us for 1024 -> 2560; perf/RESULTS.md run 6), while
 # the SwiGLU epilogue, which saves the separate swiglu pass, wins at every row count it takes.
-PLAIN_MAX_ROWS = 8
+PLAIN_MAX_ROWS = int(os.environ.get("VOXCPM_SKINNY_PLAIN_ROWS", "8"))
+if not 1 <= PLAIN_MAX_ROWS <= MAX_ROWS:
+    raise ValueError(f"VOXCPM_SKINNY_PLAIN_ROWS={PLAIN_MAX_ROWS}; allowed: 1..{MAX_ROWS}")
 PLAIN, SWIGLU = 0, 1
 # Counters are one int32 per 32 weight rows; 4096 covers weights of up to 131072 rows.
 COUNTERS = 4096
