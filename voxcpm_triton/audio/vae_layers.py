@@ -71,20 +71,51 @@ class CausalConv1d(WeightNormConv):
     def forward(self, x: torch.Tensor) -> torch.Tensor:
         if self.left_pad:  # a zero pad would still copy the input
             x = F.pad(x, (self.left_pad, 0))
+        return self.forward_unpadded(x)
+
+    def forward_unpadded(self, x: torch.Tensor) -> torch.Tensor:
+        """The conv without the causal zero padding: `left_pad` fewer outputs, each the same as the
+        padded conv's output at that time when x already holds that much history."""
         return F.conv1d(x, self.effective_weight(), self.bias, self.stride, 0, self.dilation, self.groups)
+
+    def add_pointwise(self, residual: torch.Tensor, x: torch.Tensor) -> torch.Tensor:
+        """residual + self(x) for a 1x1 conv, x and residual [B, C, T], as one batched GEMM: the bias
+        goes into a fresh copy of the residual (one elementwise pass, which also leaves it
+        contiguous even when `residual` is a trimmed view) and cuBLAS adds that copy in its
+        epilogue (beta=1) in place. Against conv + bias add + residual add this saves two full
+        passes over the activation and cuDNN's NCHW/NHWC transforms around its 1x1 kernels."""
+        if self.kernel_size != 1 or self.groups != 1 or self.stride != 1 or self.left_pad:
+            raise ValueError("add_pointwise needs a 1x1 conv (kernel_size=1, groups=1, stride=1, no padding)")
+        weight = self.effective_weight()[..., 0]
+        if self.bias is not None:
+            out = residual + self.bias.view(-1, 1)
+        else:
+            out = residual.clone(memory_format=torch.contiguous_format)
+        # The weight expanded over the batch has batch stride 0: cuBLAS reads the one matrix.
+        return out.baddbmm_(weight.expand(x.shape[0], -1, -1), x)
 
 
 class CausalConvTranspose1d(WeightNormConv):
     """Upsampling transposed conv (kernel 2*stride); the `right_trim` trailing samples that would
-    depend on future frames are cut, so T frames give exactly T*stride samples."""
+    depend on future frames are cut, so T frames give exactly T*stride samples.
+
+    `fast_path` (off by default; WindowedVocoder turns it on in its CUDA decode copy) returns a
+    contiguous tensor instead of a trimmed view, at no extra pass."""
 
     def __init__(self, in_channels: int, out_channels: int, stride: int, right_trim: int) -> None:
         # ConvTranspose1d weights are [in, out, kernel]; weight norm is still taken over dim 0.
         super().__init__((in_channels, out_channels, 2 * stride), out_channels)
         self.stride = stride
         self.right_trim = right_trim
+        self.fast_path = False
 
     def forward(self, x: torch.Tensor) -> torch.Tensor:
+        if self.fast_path and self.bias is not None:
+            # cuDNN adds the bias in a pass of its own anyway: adding it to the kept samples only
+            # writes them to a new contiguous tensor in that same pass, instead of handing the
+            # next layers a trimmed view (strided rows defeat vectorised kernels and aligned GEMMs).
+            y = F.conv_transpose1d(x, self.effective_weight(), None, self.stride)
+            return torch.add(y[..., : y.shape[-1] - self.right_trim], self.bias.view(-1, 1))
         y = F.conv_transpose1d(x, self.effective_weight(), self.bias, self.stride)
         return y[..., : y.shape[-1] - self.right_trim] if self.right_trim > 0 else y
 
@@ -108,7 +139,10 @@ class Snake1d(nn.Module):
 
 
 class ResidualUnit(nn.Module):
-    """Snake -> dilated causal conv (kernel 7) -> Snake -> 1x1 conv, plus the skip connection."""
+    """Snake -> dilated causal conv (kernel 7) -> Snake -> 1x1 conv, plus the skip connection.
+
+    `fast_path` (off by default; WindowedVocoder turns it on in its CUDA decode copy) runs the 1x1
+    conv, its bias and the skip connection as one batched GEMM (CausalConv1d.add_pointwise)."""
 
     def __init__(self, dim: int, dilation: int, groups: int) -> None:
         super().__init__()
@@ -118,6 +152,7 @@ class ResidualUnit(nn.Module):
             Snake1d(dim),
             CausalConv1d(dim, dim, kernel_size=1, left_pad=0),
         )
+        self.fast_path = False
 
     def forward(self, x: torch.Tensor) -> torch.Tensor:
         snake, conv, second_snake, pointwise = self.block
@@ -125,8 +160,13 @@ class ResidualUnit(nn.Module):
             # The first Snake, the causal padding and the depthwise conv as one kernel: the
             # activation and its padded copy never reach memory.
             y = ops.snake_depthwise_conv(x, snake.alpha, conv.effective_weight(), conv.bias, conv.dilation)
-            return x + pointwise(second_snake(y))
-        return x + self.block(x)
+        elif self.fast_path:
+            y = conv(snake(x))
+        else:
+            return x + self.block(x)
+        if self.fast_path:
+            return pointwise.add_pointwise(x, second_snake(y))
+        return x + pointwise(second_snake(y))
 
 
 def residual_stack(dim: int, groups: int) -> list[nn.Module]:
@@ -165,7 +205,10 @@ class DecoderBlock(nn.Module):
 
 
 class SampleRateCondition(nn.Module):
-    """VoxCPM2 decoder conditioning on the requested output rate's bucket, applied before a block."""
+    """VoxCPM2 decoder conditioning on the requested output rate's bucket, applied before a block.
+
+    `fast_path` (off by default; WindowedVocoder turns it on in its CUDA decode copy) applies the
+    scale and bias in one elementwise pass."""
 
     COND_TYPES = ("scale_bias", "scale_bias_init", "add", "concat")
 
@@ -176,6 +219,7 @@ class SampleRateCondition(nn.Module):
         if cond_type == "concat" and not out_layer:
             raise ValueError("audio_vae_config.cond_type='concat' needs cond_out_layer=true")
         self.cond_type = cond_type
+        self.fast_path = False
         out_in_dim = dim
         if cond_type in ("scale_bias", "scale_bias_init"):
             self.scale_embed = nn.Embedding(buckets, dim)
@@ -194,7 +238,10 @@ class SampleRateCondition(nn.Module):
         )
 
     def forward(self, x: torch.Tensor, bucket: torch.Tensor) -> torch.Tensor:
-        if self.cond_type in ("scale_bias", "scale_bias_init"):
+        if self.cond_type in ("scale_bias", "scale_bias_init") and self.fast_path:
+            # One pass (and a contiguous result from a trimmed view) instead of a multiply and an add.
+            x = torch.addcmul(self.bias_embed(bucket).unsqueeze(-1), x, self.scale_embed(bucket).unsqueeze(-1))
+        elif self.cond_type in ("scale_bias", "scale_bias_init"):
             x = x * self.scale_embed(bucket).unsqueeze(-1) + self.bias_embed(bucket).unsqueeze(-1)
         elif self.cond_type == "add":
             x = x + self.cond_embed(bucket).unsqueeze(-1)
