@@ -1,0 +1,135 @@
+"""The vocoder's fast layers (the CUDA default), forced on the CPU in float32 where their logic is
+device-independent: each layer equals its plain form, the windowed decode through them equals the
+plain trimmed decode for full and short windows, and at the released VoxCPM2 shapes every residual
+unit gets a contiguous input whose length is a multiple of ALIGN_SAMPLES."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+import torch
+
+from voxcpm_triton.audio.audio_vae import build_audio_vae
+from voxcpm_triton.audio.vae_layers import CausalConv1d, CausalConvTranspose1d, ResidualUnit, SampleRateCondition
+from voxcpm_triton.audio.vocoder import ALIGN_SAMPLES, WindowedVocoder, fast_layers_requested
+from voxcpm_triton.checkpoint.make import config_dict
+
+TOLERANCE = 1e-5
+
+VAES = {
+    "v2": ("voxcpm2", dict(encoder_dim=4, encoder_rates=[2, 5], latent_dim=8, decoder_dim=32,
+                           decoder_rates=[5, 2, 3], sr_bin_boundaries=[20000, 30000, 40000]), 4),
+    "v1": ("voxcpm", dict(encoder_dim=4, encoder_rates=[2, 5], latent_dim=8, decoder_dim=16,
+                          decoder_rates=[5, 2], depthwise=False), 2),
+}
+
+
+def _vae(name: str):
+    architecture, cfg, patch_size = VAES[name]
+    torch.manual_seed(0)
+    vae = build_audio_vae(cfg, architecture)
+    with torch.no_grad():
+        for param_name, param in vae.named_parameters():
+            if param_name.endswith("weight_g"):
+                param.mul_(0.5)  # keeps activations off the tanh's saturation, as in test_vocoder
+            if param_name.endswith("bias") or "embed" in param_name:
+                param.normal_(0, 0.1)  # nonzero biases and conditions, so folding them is exercised
+    return vae.fold_weight_norm().eval(), patch_size
+
+
+def _randomize(module: torch.nn.Module) -> torch.nn.Module:
+    torch.manual_seed(1)
+    with torch.no_grad():
+        for param in module.parameters():
+            param.normal_(0, 0.3)
+    return module.eval()
+
+
+@pytest.mark.parametrize("with_bias", (True, False))
+def test_add_pointwise_equals_residual_plus_conv(with_bias: bool) -> None:
+    conv = _randomize(CausalConv1d(6, 6, kernel_size=1, left_pad=0, bias=with_bias))
+    base = torch.randn(3, 6, 20)
+    residual = base[..., 4:]  # a trimmed view, as the decoder hands over
+    x = torch.randn(3, 6, 16)
+    kept = residual.clone()
+    out = conv.add_pointwise(residual, x)
+    assert torch.allclose(out, residual + conv(x), atol=1e-6)
+    assert out.is_contiguous() and torch.equal(residual, kept)  # the residual is not written
+
+
+def test_add_pointwise_refuses_other_convs() -> None:
+    with pytest.raises(ValueError, match="1x1 conv"):
+        CausalConv1d(4, 4, kernel_size=7, left_pad=6).add_pointwise(torch.zeros(1, 4, 8), torch.zeros(1, 4, 8))
+
+
+def test_unpadded_conv_is_the_tail_of_the_padded_one() -> None:
+    conv = _randomize(CausalConv1d(4, 5, kernel_size=7, left_pad=12, dilation=2))
+    x = torch.randn(2, 4, 40)
+    assert torch.allclose(conv.forward_unpadded(x), conv(x)[..., 12:], atol=1e-6)
+
+
+def test_fast_transposed_conv_is_contiguous_and_equal() -> None:
+    conv = _randomize(CausalConvTranspose1d(6, 4, stride=3, right_trim=3))
+    x = torch.randn(2, 6, 11)
+    plain = conv(x)
+    conv.fast_path = True
+    fast = conv(x)
+    assert not plain.is_contiguous() and fast.is_contiguous()
+    assert fast.shape == plain.shape == (2, 4, 33) and torch.allclose(fast, plain, atol=1e-6)
+
+
+def test_fast_residual_unit_and_condition_equal_plain() -> None:
+    unit = _randomize(ResidualUnit(8, dilation=3, groups=8))
+    condition = _randomize(SampleRateCondition(8, buckets=4, cond_type="scale_bias", cond_dim=4, out_layer=False))
+    x = torch.randn(2, 8, 40)[..., 5:]
+    bucket = torch.tensor([1, 3])
+    plain = unit(x), condition(x, bucket)
+    unit.fast_path = condition.fast_path = True
+    fast = unit(x), condition(x, bucket)
+    for a, b in zip(plain, fast):
+        assert b.is_contiguous() and torch.allclose(a, b, atol=1e-5)
+
+
+@pytest.mark.parametrize("name", sorted(VAES))
+def test_fast_windowed_decode_equals_plain(name: str) -> None:
+    vae, patch_size = _vae(name)
+    plain = WindowedVocoder(vae, patch_size, trim=True)
+    fast = WindowedVocoder(vae, patch_size, trim=True, fast_layers=True)
+    assert not plain.fast_layers and fast.decoder is not vae.decoder
+    assert not any(getattr(m, "fast_path", False) for m in vae.modules())  # the shared VAE stays plain
+    rng = np.random.default_rng(5)
+    windows = [rng.standard_normal((n, patch_size, 8)).astype(np.float32)
+               for n in range(1, plain.window_patches + 1)]
+    for a, b in zip(plain.decode(windows), fast.decode(windows)):
+        assert b.dtype == np.float32 and a.shape == b.shape == (plain.samples_per_patch,)
+        assert np.abs(a - b).max() <= TOLERANCE
+
+
+def test_released_shapes_feed_aligned_contiguous_activations() -> None:
+    config = config_dict("voxcpm2", "full")
+    vae = build_audio_vae(config["audio_vae_config"], "voxcpm2").fold_weight_norm().eval()
+    vocoder = WindowedVocoder(vae, 4, fast_layers=True)
+    inputs: list[torch.Tensor] = []
+    hooks = [m.register_forward_hook(lambda module, args, out: inputs.append(args[0]))
+             for m in vocoder.decoder.modules() if isinstance(m, ResidualUnit)]
+    with torch.inference_mode():
+        audio = vocoder._decode_trimmed(torch.randn(1, 64, vocoder.window_patches * 4))
+    for hook in hooks:
+        hook.remove()
+    assert audio.shape == (1, vocoder.samples_per_patch) and audio.dtype == torch.float32
+    assert len(inputs) == 18
+    assert all(x.is_contiguous() and x.shape[-1] % ALIGN_SAMPLES == 0 for x in inputs), \
+        [(tuple(x.shape), x.stride()) for x in inputs]
+
+
+def test_fast_layers_default_off_on_the_cpu(monkeypatch: pytest.MonkeyPatch) -> None:
+    # The CPU path (parity with the official package) never takes the fast branches.
+    vae, patch_size = _vae("v2")
+    vocoder = WindowedVocoder(vae, patch_size)
+    assert not vocoder.fast_layers and vocoder.decoder is vae.decoder
+    assert not any(getattr(m, "fast_path", False) for m in vae.modules())
+    monkeypatch.setenv("VOXCPM_VOCODER_FAST_LAYERS", "0")
+    assert not fast_layers_requested()
+    monkeypatch.setenv("VOXCPM_VOCODER_FAST_LAYERS", "1")
+    assert fast_layers_requested()
+
