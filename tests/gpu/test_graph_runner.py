@@ -14,6 +14,7 @@ from voxcpm_triton.checkpoint.make import config_dict
 from voxcpm_triton.config import parse_config
 from voxcpm_triton.engine.cuda_graphs import buckets_for
 from voxcpm_triton.engine.engine import Engine
+from voxcpm_triton.engine.prefill_graphs import LENGTHS, MAX_ROWS
 from voxcpm_triton.model.voxcpm import build_model
 
 pytestmark = [
@@ -58,7 +59,10 @@ def test_graphs_captured_for_every_bucket_at_start():
     built = engine(model, 12)
     assert built.runner.kernel_attention, "the kernels library must serve attention for head size 128"
     assert built.runner.graphs.failure is None and built.runner.prefill_graphs.failure is None
-    assert built.runner.prefill_graphs.captured == [(r, n) for r in (1, 2, 4) for n in (32, 64, 128, 256, 512)]
+    # Zero-shot admissions (no LocEnc pass) for every row bucket, prompts with audio for one row.
+    rows = [b for b in buckets_for(12) if b <= MAX_ROWS]
+    expected = [(r, n, False) for r in rows for n in LENGTHS] + [(1, n, True) for n in LENGTHS]
+    assert built.runner.prefill_graphs.captured == sorted(expected)
     assert built.runner.graphs.captured == [(b, 10) for b in buckets_for(12)] == [(b, 10) for b in (1, 2, 4, 8, 16)]
 
 

@@ -36,6 +36,12 @@ DEFAULT_TIMESTEPS = 10  # GenerationRequest's default: the graphs captured at st
 KERNEL_HEAD_DIMS = (64, 128)  # what decode_attention supports on the GPU
 
 
+def with_audio(streams: list[Stream]) -> bool:
+    """Whether any admitted prompt has audio positions (prompt or reference voice): only then does
+    the prefill run LocEnc over the prompts."""
+    return any(bool(s.request.audio_mask.any()) for s in streams)
+
+
 class ModelRunner:
     def __init__(self, model: VoxCPMModel, max_slots: int, max_context: int, device: torch.device,
                  cuda_graphs: bool | None = None, custom_ops: bool | None = None,
@@ -132,7 +138,7 @@ class ModelRunner:
         cfg_value = self._upload([float(s.request.cfg_value) for s in streams])
 
         feats = feats.to(self.dtype)
-        out = self.model.prefill(tokens, feats, text_mask, audio_mask)
+        out = self.model.prefill(tokens, feats, text_mask, audio_mask, with_audio(streams))
         rows = torch.arange(len(streams), device=self.device)
         for row, stream in enumerate(streams):
             self.base_cache.write_prompt(stream.slot, out.base_kv, row, lengths[row])
@@ -184,11 +190,12 @@ class ModelRunner:
         if not graphable_prefill(rows, length):  # large admissions run eagerly, unpadded
             rows, length = len(streams), longest
         host_inputs = self._prefill_inputs(rows, length, streams)
-        graph = self.prefill_graphs.get(rows, length) if self.prefill_graphs is not None else None
+        audio = with_audio(streams)
+        graph = self.prefill_graphs.get(rows, length, audio) if self.prefill_graphs is not None else None
         if graph is not None:
             graph.run(host_inputs)
         else:  # padded like the graph when one could serve it: eager and graphed runs match
-            self._prefill_advance(*(t.to(self.device) for t in host_inputs))
+            self._prefill_advance(*(t.to(self.device) for t in host_inputs), with_audio=audio)
         for stream in streams:
             generator = torch.Generator(device=self.device)
             generator.manual_seed(stream.request.seed)
@@ -196,10 +203,11 @@ class ModelRunner:
 
     def _prefill_advance(self, tokens: torch.Tensor, feats: torch.Tensor, text_mask: torch.Tensor,
                          audio_mask: torch.Tensor, last: torch.Tensor, slots: torch.Tensor,
-                         cfg_value: torch.Tensor) -> None:
+                         cfg_value: torch.Tensor, with_audio: bool = True) -> None:
         """Device-only prefill of a padded admission (what a prefill graph captures): both LMs
-        over the prompts, their K/V into the slots' cache rows [0, length), the decode state."""
-        out = self.model.prefill(tokens, feats, text_mask, audio_mask)
+        over the prompts, their K/V into the slots' cache rows [0, length), the decode state.
+        with_audio: whether any prompt position is audio (see VoxCPMModel.prefill)."""
+        out = self.model.prefill(tokens, feats, text_mask, audio_mask, with_audio)
         length = tokens.shape[1]
         for cache, kv in ((self.base_cache, out.base_kv), (self.residual_cache, out.residual_kv)):
             for layer, (k, v) in enumerate(kv):
