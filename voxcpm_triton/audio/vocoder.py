@@ -219,7 +219,7 @@ class WindowedVocoder:
             else:
                 x = layer(x)
         audio = x[:, 0, -self.samples_per_patch :]
-        return audio.float() if self.fast_layers else audio
+        return audio.float().contiguous() if self.fast_layers else audio
 
     def _to_host(self, audio: torch.Tensor) -> np.ndarray:
         """[rows, samples] float32 on the host. With fast_layers, one DMA into pinned staging memory

@@ -1,0 +1,120 @@
+"""The vocoder's fast layers (the CUDA default: 1x1 conv + bias + skip as one batched GEMM,
+contiguous 8-sample-aligned activations, unpadded causal convs, float32 cast in the graph, pinned
+host staging) on the full-size VoxCPM2 decoder (random weights, TF32 off): float32 equals the plain
+layers to the vocoder's float32 tolerance, graphed or eager and at 256 windows; bfloat16, with and
+without the fused CUDA ops, stays within the vocoder's bf16 bound of float32 audio; every residual
+unit reads a contiguous, 16-byte-aligned input; returned chunks survive the next call."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+import torch
+
+from voxcpm_triton.audio.audio_vae import AudioVAE, build_audio_vae
+from voxcpm_triton.audio.vae_layers import ResidualUnit
+from voxcpm_triton.audio.vocoder import ALIGN_SAMPLES, WindowedVocoder
+from voxcpm_triton.checkpoint.make import config_dict, random_vae_state
+from voxcpm_triton.ops import library
+
+pytestmark = [
+    pytest.mark.gpu,
+    pytest.mark.skipif(not torch.cuda.is_available(), reason="needs a CUDA GPU"),
+    pytest.mark.usefixtures("no_tf32"),
+]
+
+# Bounds of tests/gpu/test_vocoder_gpu.py: float32 against offline decode, bf16 against float32 audio.
+FP32_TOLERANCE = 1e-4
+BF16_RELATIVE_RMS = 2e-2
+BF16_MAX_ABS = 1e-2
+PATCH_SIZE = 4
+
+
+@pytest.fixture(scope="module")
+def gpu_vae() -> AudioVAE:
+    config = config_dict("voxcpm2", "full")
+    vae = build_audio_vae(config["audio_vae_config"], "voxcpm2")
+    vae.load_state_dict(random_vae_state(config, seed=0))
+    return vae.fold_weight_norm().eval().cuda()
+
+
+def _stream_windows(count: int, window_patches: int, seed: int) -> list[np.ndarray]:
+    patches = (0.5 * np.random.default_rng(seed).standard_normal((count, PATCH_SIZE, 64))).astype(np.float32)
+    return [patches[max(0, i + 1 - window_patches): i + 1] for i in range(count)]
+
+
+def _full_windows(count: int, window_patches: int, seed: int) -> list[np.ndarray]:
+    rng = np.random.default_rng(seed)
+    return [(0.5 * rng.standard_normal((window_patches, PATCH_SIZE, 64))).astype(np.float32) for _ in range(count)]
+
+
+def _errors(audio: np.ndarray, expected: np.ndarray) -> tuple[float, float]:
+    return (float(np.sqrt(np.mean((audio - expected) ** 2)) / np.sqrt(np.mean(expected**2))),
+            float(np.abs(audio - expected).max()))
+
+
+def test_float32_fast_layers_equal_plain_layers(gpu_vae: AudioVAE) -> None:
+    plain = WindowedVocoder(gpu_vae, PATCH_SIZE, dtype=torch.float32, cuda_graphs=False, custom_ops=False,
+                            fast_layers=False)
+    fast = WindowedVocoder(gpu_vae, PATCH_SIZE, dtype=torch.float32, custom_ops=False, fast_layers=True)
+    assert fast.fast_layers and fast.graphs is not None and fast.graphs.failure is None
+    # Stream starts (short windows, eager) and a batch of full windows (one graph replay).
+    windows = _stream_windows(12, plain.window_patches, seed=1) + _full_windows(5, plain.window_patches, seed=2)
+    for a, b in zip(plain.decode(windows), fast.decode(windows)):
+        assert b.dtype == np.float32 and b.shape == (plain.samples_per_patch,)
+        assert np.abs(a - b).max() <= FP32_TOLERANCE
+
+
+def test_float32_fast_graphs_at_256_windows_equal_each_window_alone(gpu_vae: AudioVAE) -> None:
+    fast = WindowedVocoder(gpu_vae, PATCH_SIZE, dtype=torch.float32, fast_layers=True)
+    eager = WindowedVocoder(gpu_vae, PATCH_SIZE, dtype=torch.float32, cuda_graphs=False, fast_layers=True)
+    windows = _full_windows(256, fast.window_patches, seed=3)
+    batched = fast.decode(windows)
+    assert fast.graphs.failure is None and 256 in fast.graphs.captured
+    for index in (0, 127, 255):
+        assert np.abs(batched[index] - eager.decode([windows[index]])[0]).max() <= FP32_TOLERANCE
+
+
+@pytest.mark.parametrize("custom_ops", (False, True))
+def test_bfloat16_fast_layers_within_the_bf16_bound(gpu_vae: AudioVAE, custom_ops: bool) -> None:
+    if custom_ops and library.library() is None:
+        pytest.skip(f"kernels library not loaded ({library.library_status()})")
+    reference = WindowedVocoder(gpu_vae, PATCH_SIZE, dtype=torch.float32, cuda_graphs=False, custom_ops=False,
+                                fast_layers=False)
+    plain = WindowedVocoder(gpu_vae, PATCH_SIZE, dtype=torch.bfloat16, custom_ops=custom_ops, fast_layers=False)
+    fast = WindowedVocoder(gpu_vae, PATCH_SIZE, dtype=torch.bfloat16, custom_ops=custom_ops, fast_layers=True)
+    windows = _stream_windows(16, reference.window_patches, seed=4) + _full_windows(8, reference.window_patches, seed=5)
+    expected = np.concatenate(reference.decode(windows))
+    errors = {name: _errors(np.concatenate(vocoder.decode(windows)), expected)
+              for name, vocoder in (("plain", plain), ("fast", fast))}
+    assert fast.graphs is not None and fast.graphs.failure is None
+    print(f"custom_ops={custom_ops} bf16 vs fp32 (relative RMS, max abs): "
+          + ", ".join(f"{k} {v[0]:.2e} {v[1]:.2e}" for k, v in errors.items()))
+    relative_rms, max_abs = errors["fast"]
+    assert relative_rms <= BF16_RELATIVE_RMS and max_abs <= BF16_MAX_ABS
+
+
+def test_residual_units_read_aligned_contiguous_inputs(gpu_vae: AudioVAE) -> None:
+    fast = WindowedVocoder(gpu_vae, PATCH_SIZE, dtype=torch.bfloat16, cuda_graphs=False, fast_layers=True)
+    inputs: list[torch.Tensor] = []
+    hooks = [m.register_forward_hook(lambda module, args, out: inputs.append(args[0]))
+             for m in fast.decoder.modules() if isinstance(m, ResidualUnit)]
+    try:
+        fast.decode(_full_windows(3, fast.window_patches, seed=6))
+    finally:
+        for hook in hooks:
+            hook.remove()
+    assert len(inputs) == 18
+    for x in inputs:
+        assert x.is_contiguous() and x.data_ptr() % 16 == 0 and x.shape[-1] % ALIGN_SAMPLES == 0, \
+            (tuple(x.shape), x.stride(), x.data_ptr() % 16)
+
+
+def test_chunks_survive_the_next_call(gpu_vae: AudioVAE) -> None:
+    # The pinned staging buffer is reused by every call: what a call returned must be a copy.
+    fast = WindowedVocoder(gpu_vae, PATCH_SIZE, dtype=torch.bfloat16, fast_layers=True)
+    first = fast.decode(_full_windows(4, fast.window_patches, seed=7))
+    kept = [chunk.copy() for chunk in first]
+    second = fast.decode(_full_windows(4, fast.window_patches, seed=8))
+    assert all(np.array_equal(a, b) for a, b in zip(first, kept))
+    assert not np.array_equal(first[0], second[0])
