@@ -10,6 +10,8 @@ except where the reference cannot run inside a CUDA graph (host loops or data-de
 decode attention and RoPE + KV write are timed against the PyTorch formulation the model uses
 (gather the slots' cache rows up to the longest live length, masked SDPA; index_put of the new rows),
 and short attention against the path the model ran before it (rope_kv_write, head transposes, SDPA).
+On FP8-capable GPUs (bf16 runs) fp8_linear is timed against bf16 F.linear at the LocDiT's GEMM
+shapes for 64 and 256 streams (TFLOP/s printed after the row), and quantize_fp8 alone.
 """
 
 from __future__ import annotations
@@ -29,10 +31,15 @@ import torch.nn.functional as F
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 from voxcpm_triton import ops  # noqa: E402
 from voxcpm_triton.ops import library  # noqa: E402
+from voxcpm_triton.ops.quantize_fp8 import NONE, SWIGLU  # noqa: E402
 
 DTYPES = {"bf16": torch.bfloat16, "fp16": torch.float16, "fp32": torch.float32}
 DEVICE = "cuda"
 LOCDIT_TOKENS = 9 * 2  # LocDiT sequence per stream, both CFG branches
+# GEMM rows of the VoxCPM2 LocDiT per stream: 11 positions (2 mu, time, 4 cond, 4 noisy) x CFG.
+LOCDIT_GEMM_ROWS = 22
+# (k, n) of its qkv, o_proj, gate_up and down_proj.
+LOCDIT_GEMMS = ((1024, 2560), (2048, 1024), (1024, 8192), (4096, 1024))
 
 
 @dataclass
@@ -42,6 +49,7 @@ class Case:
     kernel: Callable[[], object]
     baseline: Callable[[], object]
     bytes_moved: int  # fewest bytes the op must read + write
+    flops: int = 0  # GEMMs: multiply-adds x 2, for TFLOP/s
 
 
 def rand(*shape: int, dtype: torch.dtype, scale: float = 1.0) -> torch.Tensor:
@@ -206,6 +214,45 @@ def linear_case(rows: int, k: int, n: int, epilogue: int, dtype: torch.dtype) ->
                 nbytes(x, weights[0]) + rows * out_cols * x.element_size())
 
 
+def fp8_linear_case(rows: int, k: int, n: int, swiglu: bool) -> Case:
+    """fp8_linear (per-row quantisation + torch._scaled_mm) against bf16 F.linear, weights rotated
+    as in linear_case. swiglu: the down projection fed the gate_up output [rows, 2k], quantised with
+    SwiGLU folded in, against the swiglu op + F.linear."""
+    x = rand(rows, 2 * k if swiglu else k, dtype=torch.bfloat16)
+    weights = [rand(n, k, dtype=torch.bfloat16, scale=k ** -0.5) for _ in range(20)]
+    fp8_weights = [ops.quantize_weight(w, min_rows=1) for w in weights]
+    turn = itertools.count()
+    activation = SWIGLU if swiglu else NONE
+    kernel = lambda: ops.fp8_linear(x, fp8_weights[next(turn) % len(weights)], activation)  # noqa: E731
+    if swiglu:
+        baseline = lambda: F.linear(ops.swiglu(x), weights[next(turn) % len(weights)])  # noqa: E731
+    else:
+        baseline = lambda: F.linear(x, weights[next(turn) % len(weights)])  # noqa: E731
+    return Case("fp8_linear" + ("+swiglu" if swiglu else ""), f"rows={rows} k={k} n={n}", kernel, baseline,
+                nbytes(x) + n * k + rows * n * 2, flops=2 * rows * k * n)
+
+
+def quantize_fp8_case(rows: int, k: int, swiglu: bool) -> Case:
+    x = rand(rows, 2 * k if swiglu else k, dtype=torch.bfloat16)
+    activation = SWIGLU if swiglu else NONE
+    return Case("quantize_fp8" + ("+swiglu" if swiglu else ""), f"rows={rows} k={k}",
+                lambda: ops.quantize_fp8(x, activation), lambda: ops.quantize_fp8_ref(x, activation),
+                nbytes(x) + rows * (k + 4))
+
+
+def fp8_cases() -> list[Case]:
+    """The LocDiT's GEMMs at 64 and 256 streams, FP8 against bf16, and the quantisation alone."""
+    cases = []
+    for streams in (64, 256):
+        rows = streams * LOCDIT_GEMM_ROWS
+        for k, n in LOCDIT_GEMMS:
+            cases.append(fp8_linear_case(rows, k, n, swiglu=False))
+        cases.append(fp8_linear_case(rows, 4096, 1024, swiglu=True))
+        cases.append(quantize_fp8_case(rows, 1024, swiglu=False))
+        cases.append(quantize_fp8_case(rows, 4096, swiglu=True))
+    return cases
+
+
 def build_cases(dtype: torch.dtype, quick: bool) -> list[Case]:
     batches = (1, 64) if quick else (1, 16, 64, 256)
     cases = []
@@ -234,6 +281,8 @@ def build_cases(dtype: torch.dtype, quick: bool) -> list[Case]:
         if b == 1 and dtype != torch.float32:  # LocDiT at one stream: 22 rows (11 tokens x CFG)
             for k, n, epilogue in ((1024, 2560, plain), (2048, 1024, plain), (1024, 8192, fused), (4096, 1024, plain)):
                 cases.append(linear_case(22, k, n, epilogue, dtype))
+    if dtype == torch.bfloat16 and torch.cuda.get_device_capability() >= (8, 9):
+        cases.extend(fp8_cases())
     return cases
 
 
@@ -302,9 +351,11 @@ def main() -> int:
             torch._dynamo.reset()
             compiled_us, compiled_error = measure(torch.compile(case.baseline, dynamic=False))
         gbps = case.bytes_moved / (kernel_us * 1e3) if kernel_us else None
+        tflops = {f"{name}_tflops": case.flops / (us * 1e6) for name, us in (("kernel", kernel_us), ("eager", eager_us))
+                  if case.flops and us}
         row = {
             "op": case.op, "case": case.label, "dtype": args.dtype, "kernel_us": kernel_us,
-            "eager_us": eager_us, "compiled_us": compiled_us, "bytes": case.bytes_moved, "kernel_gbps": gbps,
+            "eager_us": eager_us, "compiled_us": compiled_us, "bytes": case.bytes_moved, "kernel_gbps": gbps, **tflops,
             "errors": {k: v for k, v in (("kernel", kernel_error), ("eager", eager_error),
                                          ("compiled", compiled_error)) if v},
         }
@@ -312,7 +363,8 @@ def main() -> int:
         speed_eager = eager_us / kernel_us if kernel_us and eager_us else None
         speed_compiled = compiled_us / kernel_us if kernel_us and compiled_us else None
         print(f"{case.op:<17} {case.label:<26} {fmt(kernel_us):>9} {fmt(gbps, 0):>7} {fmt(eager_us):>9} "
-              f"{fmt(compiled_us):>11} {fmt(speed_eager, 2):>8} {fmt(speed_compiled, 2):>10}", flush=True)
+              f"{fmt(compiled_us):>11} {fmt(speed_eager, 2):>8} {fmt(speed_compiled, 2):>10}"
+              + "".join(f"  {name} {value:.0f}" for name, value in tflops.items()), flush=True)
         for name, error in row["errors"].items():
             if error != "skipped":
                 print(f"    {name}: {error}", flush=True)

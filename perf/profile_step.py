@@ -7,6 +7,8 @@ Modes (each a fresh ModelRunner over the same weights, fixed-shape step, kernel 
   graph          whole step in one CUDA graph, plain PyTorch layers
   graph_ops      graph + custom ops (fused add+RMSNorm, gate_up + SwiGLU, FSQ, CFG-Euler)
   graph_ops_compile  graph_ops with each decoder layer under torch.compile (last: it stays on)
+  graph_ops_fp8  graph_ops with the LocDiT's GEMMs on FP8 from 256 rows (VOXCPM_FP8=1, opt-in
+                 precision; perf/fp8_drift.py states how far its patches are from bf16's)
 Step time = `runner.decode(streams)` end to end in-process (host upload, noise ring refills, the
 graph replay, the one device-to-host copy), median over --iters after --warmup steps; replay =
 device time of the graph alone (CUDA events). RTF = step_ms / 160; audio s/s = B * 0.16 / step_s.
@@ -21,6 +23,7 @@ from __future__ import annotations
 import argparse
 import gc
 import json
+import os
 import statistics
 import sys
 import time
@@ -46,7 +49,9 @@ MODES = {
     "graph": dict(cuda_graphs=True, custom_ops=False, compile_layers_=False),
     "graph_ops": dict(cuda_graphs=True, custom_ops=True, compile_layers_=False),
     "graph_ops_compile": dict(cuda_graphs=True, custom_ops=True, compile_layers_=True),
+    "graph_ops_fp8": dict(cuda_graphs=True, custom_ops=True, compile_layers_=False, fp8=True),
 }
+PROFILED_MODES = ("eager", "graph_ops", "graph_ops_compile", "graph_ops_fp8")
 
 
 def random_model(size: str, device: torch.device) -> torch.nn.Module:
@@ -76,7 +81,8 @@ def decoding_runner(model, batch: int, context: int, max_context: int, timesteps
                     options: dict) -> tuple[ModelRunner, list[Stream]]:
     """A runner whose `batch` slots look like streams with `context` cached tokens (random KV)."""
     device = model.stop_proj.weight.device
-    runner = ModelRunner(model, batch, max_context, device, warm_up_graphs=False, fixed_shape=True, **options)
+    runner = ModelRunner(model, batch, max_context, device, warm_up_graphs=False, fixed_shape=True,
+                         **runner_options(options))
     for cache in (runner.base_cache, runner.residual_cache):
         cache.k.normal_()
         cache.v.normal_()
@@ -93,6 +99,12 @@ def decoding_runner(model, batch: int, context: int, max_context: int, timesteps
         runner.generators[slot] = generator
         streams.append(Stream(request(model.config, f"s{slot}", 8, timesteps, cfg, slot), slot, budget=10_000))
     return runner, streams
+
+
+def runner_options(options: dict) -> dict:
+    """A mode's ModelRunner arguments; its precision goes to the runner through VOXCPM_FP8."""
+    os.environ["VOXCPM_FP8"] = "1" if options.get("fp8") else "0"
+    return {name: value for name, value in options.items() if name != "fp8"}
 
 
 def step(runner: ModelRunner, streams: list[Stream]) -> None:
@@ -153,6 +165,7 @@ def profile_table(runner: ModelRunner, streams: list[Stream], steps: int, rows: 
 
 def first_patch_ms(model, options: dict, text_tokens: int, timesteps: int, cfg: float, repeats: int) -> float:
     """Admission to first patch at one stream: submit, then the step that prefills and decodes."""
+    runner_options(options)
     engine = Engine(model, max_slots=1, max_context=min(1024, model.config.max_length),
                     device=model.stop_proj.weight.device, window_patches=1,
                     cuda_graphs=options["cuda_graphs"], custom_ops=options["custom_ops"],
@@ -250,13 +263,13 @@ def main() -> int:
                 entry.update(time_steps(runner, streams, args.warmup, args.iters))
                 entry["rtf"] = entry["step_ms"] / (STEP_AUDIO_S * 1e3)
                 entry["audio_s_per_s"] = batch * STEP_AUDIO_S / (entry["step_ms"] / 1e3)
-                if batch in profile_batches and mode in ("eager", "graph_ops", "graph_ops_compile"):
+                if batch in profile_batches and mode in PROFILED_MODES:
                     try:
                         table = profile_table(runner, streams, args.profile_steps, rows=30)
                     except Exception as exc:
                         table = f"profiler failed: {type(exc).__name__}: {exc}"
                     profiles.append(f"### {mode} B={batch} ({args.profile_steps} steps)\n{table}\n")
-                if batch in profile_batches and mode == "graph_ops":
+                if batch in profile_batches and mode in ("graph_ops", "graph_ops_fp8"):
                     # Kernels inside a replayed graph may show up as one graph launch: the same
                     # step launched eagerly names every kernel (their GPU times are the same).
                     runner = streams = None
@@ -270,7 +283,7 @@ def main() -> int:
                         table = profile_table(runner, streams, args.profile_steps, rows=30)
                     except Exception as exc:
                         table = f"profiler failed: {type(exc).__name__}: {exc}"
-                    profiles.append(f"### graph_ops kernels launched eagerly B={batch} ({args.profile_steps} steps)"
+                    profiles.append(f"### {mode} kernels launched eagerly B={batch} ({args.profile_steps} steps)"
                                     f"\n{table}\n")
             except Exception as exc:  # one failing mode must not hide the others' figures
                 entry["error"] = f"{type(exc).__name__}: {exc}"
