@@ -67,8 +67,10 @@ def fp8_takes(x: torch.Tensor, weight: Fp8Weight | None) -> bool:
         return False
     if not x.is_cuda:
         return True
-    return (x.dtype == torch.bfloat16 and weight.codes.device == x.device and x.data_ptr() % 16 == 0
-            and lib.kernels_loaded() and _fp8_tensor_cores(x.device))
+    # Under torch.compile the activation is a fresh (aligned) buffer whose address is not known yet.
+    aligned = torch.compiler.is_compiling() or x.data_ptr() % 16 == 0
+    return (x.dtype == torch.bfloat16 and weight.codes.device == x.device and aligned and lib.kernels_loaded()
+            and _fp8_tensor_cores(x.device))
 
 
 def fp8_gemm_ref(codes: torch.Tensor, scale: torch.Tensor, weight: Fp8Weight, dtype: torch.dtype) -> torch.Tensor:

@@ -77,6 +77,6 @@ def quantize_fp8(x: torch.Tensor, activation: int = NONE) -> tuple[torch.Tensor,
     lib.require(0 < k <= max_k and k % 16 == 0 and (activation == NONE or width % 2 == 0),
                 f"x's last dimension must give k (half of it with SwiGLU) a multiple of 16 in [16, {max_k}], "
                 f"got {width}")
-    if lib.kernel_ready(x):
+    if lib.kernel_ready(x) and not torch.compiler.is_compiling():
         lib.require(x.data_ptr() % 16 == 0, "x must be 16-byte aligned on the GPU")
     return torch.ops.voxcpm.quantize_fp8(x, activation)
