@@ -42,7 +42,12 @@ import torch
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 from voxcpm_triton.audio.audio_vae import build_audio_vae  # noqa: E402
-from voxcpm_triton.audio.vae_layers import CausalConv1d, DecoderBlock, ResidualUnit  # noqa: E402
+from voxcpm_triton.audio.vae_layers import (  # noqa: E402
+    CausalConv1d,
+    CausalConvTranspose1d,
+    DecoderBlock,
+    ResidualUnit,
+)
 from voxcpm_triton.audio.vocoder import WindowedVocoder  # noqa: E402
 from voxcpm_triton.checkpoint.make import config_dict, random_vae_state  # noqa: E402
 from voxcpm_triton.ops import library_status  # noqa: E402
@@ -97,7 +102,12 @@ def _timed_parts(decoder: torch.nn.Module) -> list[tuple[str, torch.nn.Module, s
         if isinstance(layer, DecoderBlock):
             for child_index, child in enumerate(layer.block):
                 parts.append((f"{index}.{child_index} {type(child).__name__}", child, "forward"))
+                if isinstance(child, CausalConvTranspose1d):
+                    parts.append((f"{index}.{child_index} into the residual buffer", child,
+                                  "forward_with_extra_channels"))
                 if isinstance(child, ResidualUnit):
+                    # Called directly (not through forward) by the block's fast path.
+                    parts.append((f"{index}.{child_index} ResidualUnit.accumulate_", child, "accumulate_"))
                     parts.append((f"{index}.{child_index}.pointwise GEMM", child.block[3], "add_pointwise"))
     return parts
 

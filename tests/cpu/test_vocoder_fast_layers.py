@@ -1,7 +1,7 @@
 """The vocoder's fast layers (the CUDA default), forced on the CPU in float32 where their logic is
 device-independent: each layer equals its plain form, the windowed decode through them equals the
 plain trimmed decode for full and short windows, and at the released VoxCPM2 shapes every residual
-unit gets a contiguous input whose length is a multiple of ALIGN_SAMPLES."""
+unit runs in a contiguous buffer whose length is a multiple of ALIGN_SAMPLES."""
 
 from __future__ import annotations
 
@@ -10,7 +10,14 @@ import pytest
 import torch
 
 from voxcpm_triton.audio.audio_vae import build_audio_vae
-from voxcpm_triton.audio.vae_layers import CausalConv1d, CausalConvTranspose1d, ResidualUnit, SampleRateCondition
+from voxcpm_triton.audio.vae_layers import (
+    BIAS_CHANNELS,
+    CausalConv1d,
+    CausalConvTranspose1d,
+    DecoderBlock,
+    ResidualUnit,
+    SampleRateCondition,
+)
 from voxcpm_triton.audio.vocoder import ALIGN_SAMPLES, WindowedVocoder, fast_layers_requested
 from voxcpm_triton.checkpoint.make import config_dict
 
@@ -90,6 +97,40 @@ def test_fast_residual_unit_and_condition_equal_plain() -> None:
         assert b.is_contiguous() and torch.allclose(a, b, atol=1e-5)
 
 
+def test_accumulate_adds_the_unit_output_and_keeps_the_extra_channels_zero() -> None:
+    unit = _randomize(ResidualUnit(8, dilation=3, groups=8))
+    unit.build_bias_channel()
+    x = torch.randn(2, 8, 40)
+    buffer = torch.cat([x, torch.zeros(2, BIAS_CHANNELS, 40)], dim=1)
+    unit.accumulate_(buffer)
+    assert torch.allclose(buffer[:, :8], unit(x), atol=1e-5)
+    assert torch.equal(buffer[:, 8:], torch.zeros(2, BIAS_CHANNELS, 40))
+
+
+def test_bias_channel_only_for_depthwise_units() -> None:
+    unit = ResidualUnit(8, dilation=1, groups=1)
+    unit.build_bias_channel()
+    assert unit.bias_channel is None
+    with pytest.raises(RuntimeError, match="build_bias_channel"):
+        unit.accumulate_(torch.zeros(1, 8 + BIAS_CHANNELS, 16))
+
+
+@pytest.mark.parametrize("groups", (8, 1))
+def test_fast_decoder_block_equals_plain(groups: int) -> None:
+    block = _randomize(DecoderBlock(12, 8, stride=3, groups=groups))
+    x = torch.randn(2, 12, 15)[..., 3:]
+    plain = block(x)
+    block.fast_path = True
+    for module in block.modules():
+        if isinstance(module, (ResidualUnit, CausalConvTranspose1d)):
+            module.fast_path = True
+        if isinstance(module, ResidualUnit):
+            module.build_bias_channel()
+    with torch.inference_mode():  # as the vocoder runs it
+        fast = block(x)
+    assert fast.shape == plain.shape == (2, 8, 36) and torch.allclose(fast, plain, atol=1e-5)
+
+
 @pytest.mark.parametrize("name", sorted(VAES))
 def test_fast_windowed_decode_equals_plain(name: str) -> None:
     vae, patch_size = _vae(name)
@@ -109,17 +150,18 @@ def test_released_shapes_feed_aligned_contiguous_activations() -> None:
     config = config_dict("voxcpm2", "full")
     vae = build_audio_vae(config["audio_vae_config"], "voxcpm2").fold_weight_norm().eval()
     vocoder = WindowedVocoder(vae, 4, fast_layers=True)
-    inputs: list[torch.Tensor] = []
-    hooks = [m.register_forward_hook(lambda module, args, out: inputs.append(args[0]))
-             for m in vocoder.decoder.modules() if isinstance(m, ResidualUnit)]
+    buffers: list[torch.Tensor] = []
+    units = [m for m in vocoder.decoder.modules() if isinstance(m, ResidualUnit)]
+    for unit in units:
+        unit.accumulate_ = lambda buffer, run=unit.accumulate_: buffers.append(buffer) or run(buffer)
     with torch.inference_mode():
         audio = vocoder._decode_trimmed(torch.randn(1, 64, vocoder.window_patches * 4))
-    for hook in hooks:
-        hook.remove()
+    for unit in units:
+        del unit.accumulate_
     assert audio.shape == (1, vocoder.samples_per_patch) and audio.dtype == torch.float32
-    assert len(inputs) == 18
-    assert all(x.is_contiguous() and x.shape[-1] % ALIGN_SAMPLES == 0 for x in inputs), \
-        [(tuple(x.shape), x.stride()) for x in inputs]
+    assert len(buffers) == 18
+    assert all(x.is_contiguous() and x.shape[-1] % ALIGN_SAMPLES == 0 for x in buffers), \
+        [(tuple(x.shape), x.stride()) for x in buffers]
 
 
 def test_fast_layers_default_off_on_the_cpu(monkeypatch: pytest.MonkeyPatch) -> None:

@@ -3,7 +3,7 @@ contiguous 8-sample-aligned activations, unpadded causal convs, float32 cast in 
 host staging) on the full-size VoxCPM2 decoder (random weights, TF32 off): float32 equals the plain
 layers to the vocoder's float32 tolerance, graphed or eager and at 256 windows; bfloat16, with and
 without the fused CUDA ops, stays within the vocoder's bf16 bound of float32 audio; every residual
-unit reads a contiguous, 16-byte-aligned input; returned chunks survive the next call."""
+unit runs in a contiguous, 16-byte-aligned buffer; returned chunks survive the next call."""
 
 from __future__ import annotations
 
@@ -94,18 +94,20 @@ def test_bfloat16_fast_layers_within_the_bf16_bound(gpu_vae: AudioVAE, custom_op
     assert relative_rms <= BF16_RELATIVE_RMS and max_abs <= BF16_MAX_ABS
 
 
-def test_residual_units_read_aligned_contiguous_inputs(gpu_vae: AudioVAE) -> None:
+def test_residual_units_run_in_aligned_contiguous_buffers(gpu_vae: AudioVAE) -> None:
     fast = WindowedVocoder(gpu_vae, PATCH_SIZE, dtype=torch.bfloat16, cuda_graphs=False, fast_layers=True)
-    inputs: list[torch.Tensor] = []
-    hooks = [m.register_forward_hook(lambda module, args, out: inputs.append(args[0]))
-             for m in fast.decoder.modules() if isinstance(m, ResidualUnit)]
+    buffers: list[torch.Tensor] = []
+    units = [m for m in fast.decoder.modules() if isinstance(m, ResidualUnit)]
+    assert len(units) == 18 and all(unit.bias_channel is not None for unit in units)
+    for unit in units:
+        unit.accumulate_ = lambda buffer, run=unit.accumulate_: buffers.append(buffer) or run(buffer)
     try:
         fast.decode(_full_windows(3, fast.window_patches, seed=6))
     finally:
-        for hook in hooks:
-            hook.remove()
-    assert len(inputs) == 18
-    for x in inputs:
+        for unit in units:
+            del unit.accumulate_
+    assert len(buffers) == 18
+    for x in buffers:
         assert x.is_contiguous() and x.data_ptr() % 16 == 0 and x.shape[-1] % ALIGN_SAMPLES == 0, \
             (tuple(x.shape), x.stride(), x.data_ptr() % 16)
 

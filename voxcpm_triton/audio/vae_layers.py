@@ -7,6 +7,8 @@ Parameter names follow the official audiovae.pth (torch.nn.utils.weight_norm sty
 
 from __future__ import annotations
 
+from dataclasses import dataclass
+
 import torch
 import torch.nn.functional as F
 from torch import nn
@@ -109,6 +111,20 @@ class CausalConvTranspose1d(WeightNormConv):
         self.right_trim = right_trim
         self.fast_path = False
 
+    def forward_with_extra_channels(self, x: torch.Tensor, extra: int) -> torch.Tensor:
+        """The trimmed output plus `extra` zero channels after the real ones, [B, out + extra, T*s],
+        contiguous: the buffer DecoderBlock's fast path runs its residual units in."""
+        y = F.conv_transpose1d(x, self.effective_weight(), None, self.stride)
+        channels, length = y.shape[1], y.shape[-1] - self.right_trim
+        buffer = y.new_empty(y.shape[0], channels + extra, length)
+        kept = y[..., :length]
+        if self.bias is not None:
+            torch.add(kept, self.bias.view(-1, 1), out=buffer[:, :channels])
+        else:
+            buffer[:, :channels].copy_(kept)
+        buffer[:, channels:].zero_()
+        return buffer
+
     def forward(self, x: torch.Tensor) -> torch.Tensor:
         if self.fast_path and self.bias is not None:
             # cuDNN adds the bias in a pass of its own anyway: adding it to the kept samples only
@@ -138,11 +154,29 @@ class Snake1d(nn.Module):
         return ops.snake_ref(x, self.alpha)
 
 
+# Channels appended to the fast path's residual buffers: one that the depthwise conv's bias holds at 1
+# (carrying the 1x1 conv's bias through its GEMM as one more input channel) and zeros, so the GEMM's
+# inner dimension stays a multiple of 8 (16-byte rows of its weight operand).
+BIAS_CHANNELS = 8
+
+
+@dataclass(frozen=True)
+class BiasChannelWeights:
+    """A depthwise residual unit's weights over C + BIAS_CHANNELS channels (ResidualUnit.accumulate_)."""
+
+    alpha: torch.Tensor  # [C + E] first Snake
+    depthwise_weight: torch.Tensor  # [C + E, 1, 7], zero past C
+    depthwise_bias: torch.Tensor  # [C + E]: 1 at channel C, 0 after it
+    second_alpha: torch.Tensor  # [C + E]: 0 past C, where Snake is then the identity
+    pointwise: torch.Tensor  # [C, C + E]: the 1x1 weight, its bias as column C, zeros after
+
+
 class ResidualUnit(nn.Module):
     """Snake -> dilated causal conv (kernel 7) -> Snake -> 1x1 conv, plus the skip connection.
 
     `fast_path` (off by default; WindowedVocoder turns it on in its CUDA decode copy) runs the 1x1
-    conv, its bias and the skip connection as one batched GEMM (CausalConv1d.add_pointwise)."""
+    conv, its bias and the skip connection as one batched GEMM (CausalConv1d.add_pointwise), and
+    `build_bias_channel()` prepares `accumulate_`, which also folds that bias into the GEMM."""
 
     def __init__(self, dim: int, dilation: int, groups: int) -> None:
         super().__init__()
@@ -153,6 +187,52 @@ class ResidualUnit(nn.Module):
             CausalConv1d(dim, dim, kernel_size=1, left_pad=0),
         )
         self.fast_path = False
+        self.bias_channel: BiasChannelWeights | None = None
+
+    def build_bias_channel(self) -> None:
+        """Weights for `accumulate_` from the current ones (call it after the final `.to()`); left
+        unset for a unit whose conv is not depthwise (v1 checkpoints without `depthwise`)."""
+        snake, conv, second_snake, pointwise = self.block
+        channels = pointwise.weight.shape[0] if pointwise.folded else pointwise.weight_v.shape[0]
+        if conv.groups != channels or conv.kernel_size != 7:
+            self.bias_channel = None
+            return
+        with torch.no_grad():
+            depthwise = conv.effective_weight()
+            extra = depthwise.new_zeros(BIAS_CHANNELS)
+            depthwise_bias = torch.cat([conv.bias if conv.bias is not None else depthwise.new_zeros(channels), extra])
+            depthwise_bias[channels] = 1
+            pointwise_bias = pointwise.bias if pointwise.bias is not None else depthwise.new_zeros(channels)
+            self.bias_channel = BiasChannelWeights(
+                alpha=torch.cat([snake.alpha.reshape(channels), extra]),
+                depthwise_weight=torch.cat([depthwise, depthwise.new_zeros(BIAS_CHANNELS, 1, conv.kernel_size)]),
+                depthwise_bias=depthwise_bias,
+                second_alpha=torch.cat([second_snake.alpha.reshape(channels), extra]),
+                pointwise=torch.cat([pointwise.effective_weight()[..., 0], pointwise_bias.view(-1, 1),
+                                     depthwise.new_zeros(channels, BIAS_CHANNELS - 1)], dim=1).contiguous(),
+            )
+
+    def accumulate_(self, buffer: torch.Tensor) -> torch.Tensor:
+        """Adds the unit's output into buffer[:, :C] in place; buffer [B, C + BIAS_CHANNELS, T] holds
+        the unit's input in its first C channels and zeros after them (which stay zero). The extra
+        channels ride through the depthwise conv (channel C leaves it as its bias, 1) and the
+        second Snake (alpha 0: the identity), so the 1x1 GEMM takes its bias as one more input
+        channel and its epilogue adds the skip connection: no elementwise pass of its own."""
+        weights = self.bias_channel
+        if weights is None:
+            raise RuntimeError("accumulate_ needs build_bias_channel() first (depthwise units only)")
+        snake, conv, second_snake, _ = self.block
+        if snake.use_op and library.kernel_ready(buffer):
+            y = ops.snake_depthwise_conv(buffer, weights.alpha, weights.depthwise_weight, weights.depthwise_bias,
+                                         conv.dilation)
+        else:
+            y = ops.snake_depthwise_conv_ref(buffer, weights.alpha, weights.depthwise_weight, weights.depthwise_bias,
+                                             conv.dilation)
+        h = ops.snake(y, weights.second_alpha) if second_snake.use_op and library.kernel_ready(y) else \
+            ops.snake_ref(y, weights.second_alpha)
+        channels = weights.pointwise.shape[0]
+        buffer[:, :channels].baddbmm_(weights.pointwise.expand(buffer.shape[0], -1, -1), h)
+        return buffer
 
     def forward(self, x: torch.Tensor) -> torch.Tensor:
         snake, conv, second_snake, pointwise = self.block
@@ -189,7 +269,11 @@ class EncoderBlock(nn.Module):
 
 
 class DecoderBlock(nn.Module):
-    """Snake, causal transposed conv upsampling by `stride`, three residual units."""
+    """Snake, causal transposed conv upsampling by `stride`, three residual units.
+
+    `fast_path` (off by default; WindowedVocoder turns it on in its CUDA decode copy, after
+    `build_bias_channel()` on the units) runs the units in place in one buffer with BIAS_CHANNELS
+    extra channels (ResidualUnit.accumulate_) and returns a view of its first channels."""
 
     def __init__(self, input_dim: int, output_dim: int, stride: int, groups: int) -> None:
         super().__init__()
@@ -199,8 +283,15 @@ class DecoderBlock(nn.Module):
             CausalConvTranspose1d(input_dim, output_dim, stride, right_trim=stride),
             *residual_stack(output_dim, groups),
         )
+        self.fast_path = False
 
     def forward(self, x: torch.Tensor) -> torch.Tensor:
+        snake, upsample, *units = self.block
+        if self.fast_path and all(unit.bias_channel is not None for unit in units):
+            buffer = upsample.forward_with_extra_channels(snake(x), BIAS_CHANNELS)
+            for unit in units:
+                unit.accumulate_(buffer)
+            return buffer[:, : buffer.shape[1] - BIAS_CHANNELS]
         return self.block(x)
 
 

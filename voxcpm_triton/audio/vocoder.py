@@ -171,8 +171,10 @@ class WindowedVocoder:
             for module in self.decoder.modules():
                 if isinstance(module, Snake1d):
                     module.use_op = self.custom_ops
-                if isinstance(module, (ResidualUnit, CausalConvTranspose1d, SampleRateCondition)):
+                if isinstance(module, (ResidualUnit, CausalConvTranspose1d, SampleRateCondition, DecoderBlock)):
                     module.fast_path = self.fast_layers
+                if isinstance(module, ResidualUnit) and self.fast_layers:
+                    module.build_bias_channel()
         self._staging: torch.Tensor | None = None  # pinned host buffer of the fast path's output
         self._staging_lock = threading.Lock()
         self._plan = _trim_plan(audio_vae)
