@@ -1,5 +1,5 @@
-// Per-row dynamic FP8 (e4m3) quantisation of GEMM activations: one block per row, the row held in
-// registers between its absolute maximum and the scaling, so the input is read once.
+// Per-row dynamic FP8 (e4m3) quantisation of GEMM activations: one warp (short rows) or one block per
+// row, the row held in registers between its absolute maximum and the scaling, so the input is read once.
 #include <cuda_fp8.h>
 
 #include "common.cuh"
@@ -30,22 +30,27 @@ template <int VEC> struct alignas(VEC) Fp8Vec {
     __nv_fp8x2_storage_t pairs[VEC / 2];
 };
 
-// Vector j of thread t covers output columns [(j * blockDim.x + t) * VEC, + VEC), so a warp's
-// accesses are contiguous. SWIGLU: the row of x is [gate (k) | up (k)] and y = silu(gate) * up with
-// both roundings of the swiglu op; otherwise y = x.
-template <typename T, int VEC, int MAXV, bool SWIGLU>
+// A row is held by one warp (WARP_ROWS: rows of up to 256 vectors, several rows per block, no block
+// barrier) or by the whole block. Vector j of the row's thread t covers output columns
+// [(j * threads + t) * VEC, + VEC), so a warp's accesses are contiguous. SWIGLU: the row of x is
+// [gate (k) | up (k)] and y = silu(gate) * up with both roundings of the swiglu op; otherwise y = x.
+template <typename T, int VEC, int MAXV, bool SWIGLU, bool WARP_ROWS>
 __global__ void __launch_bounds__(256) quantize_fp8_kernel(const T* __restrict__ x, uint8_t* __restrict__ out,
-                                                           float* __restrict__ scale, int k) {
+                                                           float* __restrict__ scale, int64_t rows, int k) {
     __shared__ float scratch[32];
     pdl_launch_dependents();
     pdl_wait();
-    const int64_t row = blockIdx.x;
+    const int threads = WARP_ROWS ? 32 : blockDim.x;
+    const int thread = WARP_ROWS ? (threadIdx.x & 31) : threadIdx.x;
+    const int64_t row = WARP_ROWS ? static_cast<int64_t>(blockIdx.x) * (blockDim.x >> 5) + (threadIdx.x >> 5)
+                                  : static_cast<int64_t>(blockIdx.x);
+    if (row >= rows) return;  // whole warps of the last block (never taken in block mode)
     const T* in = x + row * (SWIGLU ? 2 * static_cast<int64_t>(k) : k);
     float y[MAXV][VEC];
     float absmax = 0.f;
 #pragma unroll
     for (int j = 0; j < MAXV; ++j) {
-        const int i = (j * blockDim.x + threadIdx.x) * VEC;
+        const int i = (j * threads + thread) * VEC;
         if (i < k) {
             load_vec<T, VEC>(in + i, y[j]);
             if (SWIGLU) {
@@ -58,14 +63,14 @@ __global__ void __launch_bounds__(256) quantize_fp8_kernel(const T* __restrict__
             for (int e = 0; e < VEC; ++e) absmax = fmaxf(absmax, fabsf(y[j][e]));
         }
     }
-    absmax = block_max(absmax, scratch);
+    absmax = WARP_ROWS ? warp_max(absmax) : block_max(absmax, scratch);
     // An all-zero row keeps scale 1 (its codes are zeros either way) instead of dividing by zero.
     const float row_scale = absmax > 0.f ? absmax / kE4m3Max : 1.f;
-    if (threadIdx.x == 0) scale[row] = row_scale;
+    if (thread == 0) scale[row] = row_scale;
     uint8_t* dst = out + row * k;
 #pragma unroll
     for (int j = 0; j < MAXV; ++j) {
-        const int i = (j * blockDim.x + threadIdx.x) * VEC;
+        const int i = (j * threads + thread) * VEC;
         if (i < k) {
             Fp8Vec<VEC> codes;
 #pragma unroll
@@ -80,31 +85,37 @@ __global__ void __launch_bounds__(256) quantize_fp8_kernel(const T* __restrict__
     }
 }
 
-template <typename T, int VEC, int MAXV>
+template <typename T, int VEC, int MAXV, bool WARP_ROWS>
 int launch(const void* x, void* out, float* scale, int64_t rows, int64_t k, int activation, int threads,
            cudaStream_t stream) {
-    const dim3 grid(static_cast<unsigned>(rows));
+    const int64_t rows_per_block = WARP_ROWS ? threads / 32 : 1;
+    const dim3 grid(static_cast<unsigned>((rows + rows_per_block - 1) / rows_per_block));
     const dim3 block(static_cast<unsigned>(threads));
     const auto* in = static_cast<const T*>(x);
     auto* codes = static_cast<uint8_t*>(out);
     if (activation == 1)
-        return launch_kernel(quantize_fp8_kernel<T, VEC, MAXV, true>, grid, block, 0, stream, in, codes, scale,
-                             static_cast<int>(k));
-    return launch_kernel(quantize_fp8_kernel<T, VEC, MAXV, false>, grid, block, 0, stream, in, codes, scale,
-                         static_cast<int>(k));
+        return launch_kernel(quantize_fp8_kernel<T, VEC, MAXV, true, WARP_ROWS>, grid, block, 0, stream, in, codes,
+                             scale, rows, static_cast<int>(k));
+    return launch_kernel(quantize_fp8_kernel<T, VEC, MAXV, false, WARP_ROWS>, grid, block, 0, stream, in, codes,
+                         scale, rows, static_cast<int>(k));
 }
 
-// Block size and vectors per thread for a row of `vectors` VEC-wide vectors: 128 threads holding up
-// to 8 vectors each, then 256 threads (at most 64 values of the row per thread in registers).
+// Rows of up to 256 vectors go one per warp (8 warps a block); longer rows get a block of 128
+// threads, or 256 past 1024 vectors. Each thread holds at most 8 vectors (64 values) in registers.
 template <typename T, int VEC>
 int launch_for(const void* x, void* out, float* scale, int64_t rows, int64_t k, int activation, cudaStream_t stream) {
     const int64_t vectors = k / VEC;
+    if (vectors <= 32 * 8) {
+        const int64_t per_lane = (vectors + 31) / 32;
+        if (per_lane <= 1) return launch<T, VEC, 1, true>(x, out, scale, rows, k, activation, 256, stream);
+        if (per_lane <= 2) return launch<T, VEC, 2, true>(x, out, scale, rows, k, activation, 256, stream);
+        if (per_lane <= 4) return launch<T, VEC, 4, true>(x, out, scale, rows, k, activation, 256, stream);
+        return launch<T, VEC, 8, true>(x, out, scale, rows, k, activation, 256, stream);
+    }
     const int threads = vectors <= 128 * 8 ? 128 : 256;
     const int64_t per_thread = (vectors + threads - 1) / threads;
-    if (per_thread <= 1) return launch<T, VEC, 1>(x, out, scale, rows, k, activation, threads, stream);
-    if (per_thread <= 2) return launch<T, VEC, 2>(x, out, scale, rows, k, activation, threads, stream);
-    if (per_thread <= 4) return launch<T, VEC, 4>(x, out, scale, rows, k, activation, threads, stream);
-    if (per_thread <= 8) return launch<T, VEC, 8>(x, out, scale, rows, k, activation, threads, stream);
+    if (per_thread <= 4) return launch<T, VEC, 4, false>(x, out, scale, rows, k, activation, threads, stream);
+    if (per_thread <= 8) return launch<T, VEC, 8, false>(x, out, scale, rows, k, activation, threads, stream);
     return VOXCPM_ERROR_INVALID_ARGUMENT;
 }
 
