@@ -11,7 +11,7 @@ decode attention and RoPE + KV write are timed against the PyTorch formulation t
 (gather the slots' cache rows up to the longest live length, masked SDPA; index_put of the new rows),
 and short attention against the path the model ran before it (rope_kv_write, head transposes, SDPA).
 On FP8-capable GPUs (bf16 runs) fp8_linear is timed against bf16 F.linear at the LocDiT's GEMM
-shapes for 64 and 256 streams (TFLOP/s printed after the row), and quantize_fp8 alone.
+shapes for 16, 64 and 256 streams (TFLOP/s printed after the row), and quantize_fp8 alone.
 """
 
 from __future__ import annotations
@@ -241,9 +241,10 @@ def quantize_fp8_case(rows: int, k: int, swiglu: bool) -> Case:
 
 
 def fp8_cases() -> list[Case]:
-    """The LocDiT's GEMMs at 64 and 256 streams, FP8 against bf16, and the quantisation alone."""
+    """The LocDiT's GEMMs at 16, 64 and 256 streams (352 rows: near the FP8 routing threshold),
+    FP8 against bf16, and the quantisation alone."""
     cases = []
-    for streams in (64, 256):
+    for streams in (16, 64, 256):
         rows = streams * LOCDIT_GEMM_ROWS
         for k, n in LOCDIT_GEMMS:
             cases.append(fp8_linear_case(rows, k, n, swiglu=False))
