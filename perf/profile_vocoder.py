@@ -99,6 +99,7 @@ def _timed_parts(decoder: torch.nn.Module) -> list[tuple[str, torch.nn.Module, s
         parts.append((f"{index} {name}", layer, "forward"))
         if isinstance(layer, CausalConv1d) and layer.left_pad:
             parts.append((f"{index} {name} (unpadded)", layer, "forward_unpadded"))
+            parts.append((f"{index} {name} (unpadded, one output channel as a GEMM)", layer, "forward_unpadded_mono"))
         if isinstance(layer, DecoderBlock):
             for child_index, child in enumerate(layer.block):
                 parts.append((f"{index}.{child_index} {type(child).__name__}", child, "forward"))

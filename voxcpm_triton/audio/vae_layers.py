@@ -80,6 +80,25 @@ class CausalConv1d(WeightNormConv):
         padded conv's output at that time when x already holds that much history."""
         return F.conv1d(x, self.effective_weight(), self.bias, self.stride, 0, self.dilation, self.groups)
 
+    def forward_unpadded_mono(self, x: torch.Tensor) -> torch.Tensor:
+        """forward_unpadded of a conv with one output channel (the decoder's last), [B, 1, T - pad],
+        in float32: one batched GEMM gives every tap's channel sum [B, taps, T] and one strided
+        reduction adds each output's taps, shifted by k * dilation, in float32. cuDNN's
+        implicit-GEMM kernels waste their tiles on a single output channel."""
+        weight = self.effective_weight()
+        if weight.shape[0] != 1 or self.groups != 1 or self.stride != 1:
+            raise ValueError("forward_unpadded_mono needs a conv with one output channel, groups=1, stride=1")
+        taps = weight.shape[-1]
+        per_tap = torch.bmm(weight[0].t().expand(x.shape[0], -1, -1), x)
+        length = x.shape[-1] - (taps - 1) * self.dilation
+        # Element (b, k, t) of this view is per_tap[b, k, t + k * dilation].
+        shifted = per_tap.as_strided((x.shape[0], taps, length),
+                                     (per_tap.stride(0), per_tap.stride(1) + self.dilation, 1))
+        out = shifted.sum(dim=1, dtype=torch.float32)
+        if self.bias is not None:
+            out += self.bias.float()
+        return out.unsqueeze(1)
+
     def add_pointwise(self, residual: torch.Tensor, x: torch.Tensor) -> torch.Tensor:
         """residual + self(x) for a 1x1 conv, x and residual [B, C, T], as one batched GEMM: the bias
         goes into a fresh copy of the residual (one elementwise pass, which also leaves it

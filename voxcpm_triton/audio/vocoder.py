@@ -217,7 +217,8 @@ class WindowedVocoder:
                 x = conditions[str(index)](x, bucket)
             if self.fast_layers and isinstance(layer, CausalConv1d) and layer.left_pad and x.shape[-1] >= needed:
                 # The padded copy would only feed outputs that the later trims drop.
-                x = layer.forward_unpadded(x)
+                mono = layer.groups == 1 and layer.stride == 1 and layer.effective_weight().shape[0] == 1
+                x = layer.forward_unpadded_mono(x) if mono else layer.forward_unpadded(x)
             else:
                 x = layer(x)
         audio = x[:, 0, -self.samples_per_patch :]
