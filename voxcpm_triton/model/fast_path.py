@@ -77,7 +77,10 @@ def enable_custom_ops(model: torch.nn.Module, enabled: bool) -> None:
             module.use_op = enabled
 
 
-def _fp8_copy(weight: torch.Tensor, min_rows: int) -> Fp8Weight | None:
+def _fp8_copy(linears: list[torch.nn.Linear], min_rows: int) -> Fp8Weight | None:
+    """FP8 copy of the linears' weights stacked along the output dimension (as fuse_weights
+    stacks them), or None where the GEMM's shape does not fit the FP8 kernel."""
+    weight = torch.cat([linear.weight.detach() for linear in linears])
     return quantize_weight(weight, min_rows) if quantizable(weight) else None
 
 
@@ -91,18 +94,15 @@ def enable_fp8(model: torch.nn.Module, enabled: bool, min_rows: int = FP8_MIN_RO
     for dit in (module for module in model.modules() if isinstance(module, LocalDiT)):
         for module in dit.decoder.modules():
             if isinstance(module, Attention):
-                qkv = torch.cat([module.q_proj.weight, module.k_proj.weight, module.v_proj.weight]).detach()
-                module.fp8_qkv = _fp8_copy(qkv, min_rows) if enabled else None
-                module.fp8_out = _fp8_copy(module.o_proj.weight, min_rows) if enabled else None
-                copies = (module.fp8_qkv, module.fp8_out)
+                groups = {"fp8_qkv": [module.q_proj, module.k_proj, module.v_proj], "fp8_out": [module.o_proj]}
             elif isinstance(module, MLP):
-                gate_up = torch.cat([module.gate_proj.weight, module.up_proj.weight]).detach()
-                module.fp8_gate_up = _fp8_copy(gate_up, min_rows) if enabled else None
-                module.fp8_down = _fp8_copy(module.down_proj.weight, min_rows) if enabled else None
-                copies = (module.fp8_gate_up, module.fp8_down)
+                groups = {"fp8_gate_up": [module.gate_proj, module.up_proj], "fp8_down": [module.down_proj]}
             else:
                 continue
-            held += sum(c.codes.nbytes + c.scale.nbytes for c in copies if c is not None)
+            for name, linears in groups.items():
+                copy = _fp8_copy(linears, min_rows) if enabled else None
+                setattr(module, name, copy)
+                held += 0 if copy is None else copy.codes.nbytes + copy.scale.nbytes
     return held
 
 

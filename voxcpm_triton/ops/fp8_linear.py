@@ -5,11 +5,11 @@ double that. Weights are quantised once per output channel (`Fp8Weight`); activa
 each call (quantize_fp8), and torch._scaled_mm multiplies with both scale vectors applied in its
 epilogue (rowwise scaling), accumulating in fp32 (fast accumulation) and writing bf16.
 
-`routed_linear` picks the FP8 GEMM for a layer that has an Fp8Weight when the activation has at least its
-`min_rows` rows on a compute capability >= 8.9 GPU (bf16 activations) and the plain ops.linear
-otherwise: below a few hundred rows a GEMM is bound by streaming its weight, where FP8 saves little
-and skinny_gemm serves the smallest batches. On the CPU the reference (dequantise, fp32 matmul)
-stands in, so the routing and the numerics are testable there.
+`routed_linear` picks the FP8 GEMM for a layer that has an Fp8Weight when the activation has at
+least its `min_rows` rows on a compute capability >= 8.9 GPU (bf16 activations) and the plain
+ops.linear otherwise: below a few hundred rows a GEMM is bound by streaming its weight, where FP8
+saves little and skinny_gemm serves the smallest batches. On the CPU the reference (dequantise,
+fp32 matmul) stands in, so the routing and the numerics are testable there.
 """
 
 from __future__ import annotations
