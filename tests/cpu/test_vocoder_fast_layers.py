@@ -147,6 +147,8 @@ def test_fast_windowed_decode_equals_plain(name: str) -> None:
     plain = WindowedVocoder(vae, patch_size, trim=True)
     fast = WindowedVocoder(vae, patch_size, trim=True, fast_layers=True)
     assert not plain.fast_layers and fast.decoder is not vae.decoder
+    # The fixed output rate's conditions are precomputed scale/shift pairs (random embeddings here).
+    assert len(fast._affines) == (len(vae.decoder.sr_cond_model) if name == "v2" else 0)
     assert not any(getattr(m, "fast_path", False) for m in vae.modules())  # the shared VAE stays plain
     rng = np.random.default_rng(5)
     windows = [rng.standard_normal((n, patch_size, 8)).astype(np.float32)

@@ -212,7 +212,7 @@ class ResidualUnit(nn.Module):
         """Weights for `accumulate_` from the current ones (call it after the final `.to()`); left
         unset for a unit whose conv is not depthwise (v1 checkpoints without `depthwise`)."""
         snake, conv, second_snake, pointwise = self.block
-        channels = pointwise.weight.shape[0] if pointwise.folded else pointwise.weight_v.shape[0]
+        channels = snake.alpha.shape[1]
         if conv.groups != channels or conv.kernel_size != 7:
             self.bias_channel = None
             return
@@ -318,7 +318,7 @@ class SampleRateCondition(nn.Module):
     """VoxCPM2 decoder conditioning on the requested output rate's bucket, applied before a block.
 
     `fast_path` (off by default; WindowedVocoder turns it on in its CUDA decode copy) applies the
-    scale and bias in one elementwise pass."""
+    scale and bias in one elementwise pass; `affine(bucket)` gives them for a fixed rate."""
 
     COND_TYPES = ("scale_bias", "scale_bias_init", "add", "concat")
 
@@ -346,6 +346,13 @@ class SampleRateCondition(nn.Module):
             if out_layer
             else None
         )
+
+    def affine(self, bucket: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor] | None:
+        """(scale, shift) [B, C, 1] of a scale_bias condition without an output layer, for which
+        forward(x, bucket) is x * scale + shift; None for the other kinds."""
+        if self.cond_type not in ("scale_bias", "scale_bias_init") or self.out_layer is not None:
+            return None
+        return self.scale_embed(bucket).unsqueeze(-1), self.bias_embed(bucket).unsqueeze(-1)
 
     def forward(self, x: torch.Tensor, bucket: torch.Tensor) -> torch.Tensor:
         if self.cond_type in ("scale_bias", "scale_bias_init") and self.fast_path:

@@ -175,6 +175,17 @@ class WindowedVocoder:
                     module.fast_path = self.fast_layers
                 if isinstance(module, ResidualUnit) and self.fast_layers:
                     module.build_bias_channel()
+        # The output rate is fixed, so the fast path applies each sample-rate condition as a
+        # precomputed scale and shift (no bucketize or embedding lookups per call).
+        self._affines: dict[str, tuple[torch.Tensor, torch.Tensor]] = {}
+        if self.fast_layers and self.decoder.sr_cond_model is not None:
+            with torch.inference_mode():
+                rate = torch.tensor([self.sample_rate], dtype=torch.int32, device=device)
+                bucket = torch.bucketize(rate, self.decoder.sr_bin_boundaries)
+                for name, condition in self.decoder.sr_cond_model.items():
+                    affine = condition.affine(bucket)
+                    if affine is not None:
+                        self._affines[name] = (affine[0].clone(), affine[1].clone())
         self._staging: torch.Tensor | None = None  # pinned host buffer of the fast path's output
         self._staging_lock = threading.Lock()
         self._plan = _trim_plan(audio_vae)
@@ -203,7 +214,7 @@ class WindowedVocoder:
         decoder = self.decoder
         conditions = decoder.sr_cond_model
         bucket = None
-        if conditions is not None:
+        if conditions is not None and len(self._affines) < len(conditions):
             rate = torch.full((latents.shape[0],), self.sample_rate, dtype=torch.int32, device=latents.device)
             bucket = torch.bucketize(rate, decoder.sr_bin_boundaries)
         x = latents
@@ -213,7 +224,10 @@ class WindowedVocoder:
             keep = _round_up(needed, ALIGN_SAMPLES) if self.fast_layers else needed
             if x.shape[-1] > keep:
                 x = x[..., -keep:]
-            if bucket is not None and str(index) in conditions:
+            if str(index) in self._affines:
+                gain, shift = self._affines[str(index)]
+                x = torch.addcmul(shift, x, gain)
+            elif bucket is not None and str(index) in conditions:
                 x = conditions[str(index)](x, bucket)
             if self.fast_layers and isinstance(layer, CausalConv1d) and layer.left_pad and x.shape[-1] >= needed:
                 # The padded copy would only feed outputs that the later trims drop.
