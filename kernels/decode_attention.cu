@@ -1,18 +1,41 @@
 // Decode attention (one query token per stream) with grouped-query heads over ragged per-slot
-// lengths. A block serves GT query heads that share one KV head, so each key and value row is read
-// once for the whole group; a stream's live range is cut into num_splits equal pieces (split-K) so
-// a small batch still spreads over the GPU, and the grid shape depends only on the batch, never on
-// the lengths, which keeps it capturable in a CUDA graph.
+// lengths. A block serves query heads that share one KV head, so each key and value row is read
+// once for the whole group; a stream's live range is cut into num_splits equal pieces (split-K,
+// merged by a second kernel) so a small batch still spreads over the GPU. The grid shape depends
+// only on the batch, never on the lengths, which keeps it capturable in a CUDA graph.
+//
+// bf16 / fp16 on compute capability >= 8 (tensor cores, the production path): the kernel is a
+// stream of K/V rows, so what decides its speed is how many bytes each multiprocessor keeps in
+// flight. Each warp walks 16-key steps of the block's piece (warp w takes steps w, w + 4, ...) and
+// loads a whole step (8 KB at head_dim 128) straight into registers with 16-byte loads, issuing the
+// next step's loads before it computes on the current one; there are no block barriers in the loop.
+// The loads are laid out so the registers already are mma.sync operands:
+//   logits S[head, key] = Q . K^T: Q is the A operand (query heads as rows; a group of <= 8 fills
+//     half the rows, the tensor cores have throughput to spare), K rows the column-major B operand.
+//     Lane (g, q) loads key g of an 8-key tile at dims 32j + 8q..: the dot product runs over dims
+//     in a permuted order, and Q is loaded in the same order.
+//   out^T[dim, head] = V^T . P^T: V^T is the A operand (dims as rows), P^T the B operand (heads as
+//     columns, so a group of 8 wastes nothing). The A operand pairs two keys' values of one dim in
+//     a register; lane (g, q) loads keys 2q, 2q+1, 2q+8, 2q+9 at dims 64h + 8g.. and pairs them with
+//     byte permutes. P^T's fragment is exactly the logits' accumulator layout, so the
+//     probabilities never leave their lanes.
+// Logits accumulate in fp32 (products of 16-bit values are exact); the probabilities enter the
+// tensor cores as hi + lo 16-bit parts (two mma), keeping ~16 of their mantissa bits. The warps'
+// partial softmax states are merged through shared memory at the end.
+//
+// fp32 (and older GPUs, or VOXCPM_DECODE_ATTENTION_MMA=0 for A/B timing): the CUDA-core kernel, 8
+// query heads per block over 128-key tiles of logits in shared memory.
 #include <math.h>
+#include <stdlib.h>
+
+#include <type_traits>
 
 #include "common.cuh"
+#include "mma.cuh"
 
 namespace voxcpm {
 namespace {
 
-constexpr int kWarps = 4;
-constexpr int kThreads = kWarps * 32;
-constexpr int kTile = 128;  // keys whose logits are held in shared memory at a time
 constexpr int kMinPiece = 32;  // fewer keys per split cost more in the combine than they save
 constexpr float kLog2e = 1.4426950408889634f;
 
@@ -29,11 +52,36 @@ struct AttnArgs {
     float* ws_max;  // [batch, q_heads, num_splits] running max of log2-scaled logits
     float* ws_sum;  // [batch, q_heads, num_splits] softmax denominators relative to ws_max
     int q_heads, kv_heads, num_splits;
+    int heads_per_block;  // tensor-core kernel: query heads of one group per block (<= 16)
     float scale_log2;  // softmax scale folded with log2(e): exp2 replaces exp
 };
 
+// The live key range [start, end) of a block's split (empty for padding rows, unknown slots and
+// splits past the stream's length).
+struct KeyRange {
+    int64_t start, end;
+};
+
+__device__ __forceinline__ KeyRange split_range(const AttnArgs& a, int64_t b, int split, int granule) {
+    const int32_t slot = a.slot_ids[b];
+    int64_t len = a.lengths[b];
+    if (slot < 0 || slot >= a.num_slots || len < 0) len = 0;
+    if (len > a.max_len) len = a.max_len;
+    int64_t piece = (len + a.num_splits - 1) / a.num_splits;
+    if (piece < kMinPiece) piece = kMinPiece;
+    piece = (piece + granule - 1) / granule * granule;
+    const int64_t start = split * piece;
+    return {start, start + piece < len ? start + piece : len};
+}
+
+// ---- CUDA-core kernel (fp32, older GPUs) ----
+
+constexpr int kWarps = 4;
+constexpr int kThreads = kWarps * 32;
+constexpr int kTile = 128;  // keys whose logits are held in shared memory at a time
+
 template <typename T, int D, int GT>
-__global__ void __launch_bounds__(kThreads) decode_attention_kernel(AttnArgs a) {
+__global__ void __launch_bounds__(kThreads, 2) decode_attention_cuda_core_kernel(AttnArgs a) {
     constexpr int ELEMS = 16 / sizeof(T);  // elements per 16-byte access
     constexpr int LPK = D / ELEMS;         // lanes sharing one key row
     constexpr int KPW = 32 / LPK;          // key rows a warp covers per access
@@ -43,6 +91,9 @@ __global__ void __launch_bounds__(kThreads) decode_attention_kernel(AttnArgs a) 
     __shared__ float logits[GT][kTile];
     __shared__ float reduce[kWarps][GT][D];
     __shared__ float run_max[GT], run_sum[GT], rescale[GT];
+
+    pdl_launch_dependents();
+    pdl_wait();  // q and the caches come from the kernels before this one
 
     const int split = blockIdx.x;
     const int groups_per_kv = (a.q_heads / a.kv_heads) / GT;
@@ -54,13 +105,9 @@ __global__ void __launch_bounds__(kThreads) decode_attention_kernel(AttnArgs a) 
     const int c = threadIdx.x % LPK;  // which 16-byte column of a row this thread handles
 
     const int32_t slot = a.slot_ids[b];
-    int64_t len = a.lengths[b];
-    if (slot < 0 || slot >= a.num_slots || len < 0) len = 0;
-    if (len > a.max_len) len = a.max_len;
-    int64_t piece = (len + a.num_splits - 1) / a.num_splits;
-    if (piece < kMinPiece) piece = kMinPiece;
-    const int64_t start = split * piece;
-    const int64_t end = start + piece < len ? start + piece : len;
+    const KeyRange range = split_range(a, b, split, 1);
+    const int64_t start = range.start;
+    const int64_t end = range.end;
 
     const T* k_base = static_cast<const T*>(a.k_cache) + slot * a.slot_stride + kv_head * a.head_stride;
     const T* v_base = static_cast<const T*>(a.v_cache) + slot * a.slot_stride + kv_head * a.head_stride;
@@ -188,12 +235,316 @@ __global__ void __launch_bounds__(kThreads) decode_attention_kernel(AttnArgs a) 
     }
 }
 
+// ---- Tensor-core kernel (bf16 / fp16, compute capability >= 8) ----
+
+constexpr int kMmaWarps = 4;
+constexpr int kMmaThreads = kMmaWarps * 32;
+constexpr int kStep = 16;  // keys per warp step: two 8-key logits tiles, one P.V k-step
+
+// 16 bytes of global memory as four registers, or zeros where `live` is false: rows past a
+// stream's live range are never read (they may hold stale, even non-finite, values).
+__device__ __forceinline__ void load16(uint32_t (&r)[4], const void* p, bool live) {
+    uint4 v = make_uint4(0u, 0u, 0u, 0u);
+    if (live) v = *reinterpret_cast<const uint4*>(p);
+    r[0] = v.x;
+    r[1] = v.y;
+    r[2] = v.z;
+    r[3] = v.w;
+}
+
+// One warp step's keys and values, as loaded by lane (g, q) (g = lane / 4, q = lane % 4).
+template <int D>
+struct StepRegs {
+    uint32_t k[2][D / 32][4];  // key 8t + g of the step, dims 32j + 8q .. + 7
+    uint32_t v[4][D / 64][4];  // keys {2q, 2q + 1, 2q + 8, 2q + 9} of the step, dims 64h + 8g .. + 7
+};
+
+// Per-lane element offsets of the rows a lane loads, relative to the step's first key row.
+struct LaneOffsets {
+    int64_t k[2];
+    int64_t v[4];
+    int k_key[2];  // key index within the step of each loaded row
+    int v_key[4];
+};
+
+__device__ __forceinline__ LaneOffsets lane_offsets(int64_t pos_stride, int g, int q) {
+    LaneOffsets o;
+#pragma unroll
+    for (int t = 0; t < 2; ++t) {
+        o.k_key[t] = 8 * t + g;
+        o.k[t] = o.k_key[t] * pos_stride + 8 * q;
+    }
+#pragma unroll
+    for (int r = 0; r < 4; ++r) {
+        o.v_key[r] = 2 * q + (r & 1) + 8 * (r >> 1);
+        o.v[r] = o.v_key[r] * pos_stride + 8 * g;
+    }
+    return o;
+}
+
+// Issues every load of the step starting at `row` (element offset of its first key row); `live`
+// keys of the step are [0, live).
+template <typename T, int D>
+__device__ __forceinline__ void load_step(StepRegs<D>& s, const T* k_rows, const T* v_rows, int64_t row,
+                                          const LaneOffsets& o, int live) {
+#pragma unroll
+    for (int t = 0; t < 2; ++t)
+#pragma unroll
+        for (int j = 0; j < D / 32; ++j) load16(s.k[t][j], k_rows + row + o.k[t] + 32 * j, o.k_key[t] < live);
+#pragma unroll
+    for (int r = 0; r < 4; ++r)
+#pragma unroll
+        for (int h = 0; h < D / 64; ++h) load16(s.v[r][h], v_rows + row + o.v[r] + 64 * h, o.v_key[r] < live);
+}
+
+// A warp's running softmax state for NH tiles of 8 query heads. Lane (g, q) keeps the max and
+// (its quarter of) the denominator of head 8 nh + g, and out^T columns 2q, 2q + 1 of each tile.
+template <int D, int NH>
+struct WarpState {
+    float o[NH][D / 16][4];
+    float m[NH];
+    float l[NH];
+};
+
+// Logits, online softmax and P.V of one step; keys [live, 16) of the step are masked.
+template <typename T, int D, int NH>
+__device__ __forceinline__ void attend_step(WarpState<D, NH>& st, const StepRegs<D>& s,
+                                            const uint32_t (&qa)[NH][D / 32][4], int live, float scale_log2,
+                                            int q) {
+    // logits[t][c]: heads g (c = 0, 1) and g + 8 (c = 2, 3), keys 8t + 2q + (c & 1).
+    float logits[2][4];
+#pragma unroll
+    for (int t = 0; t < 2; ++t) {
+        logits[t][0] = logits[t][1] = logits[t][2] = logits[t][3] = 0.f;
+#pragma unroll
+        for (int j = 0; j < D / 32; ++j)
+#pragma unroll
+            for (int u = 0; u < 2; ++u) {
+                const uint32_t frag[4] = {qa[0][j][2 * u], NH > 1 ? qa[NH - 1][j][2 * u] : 0u, qa[0][j][2 * u + 1],
+                                          NH > 1 ? qa[NH - 1][j][2 * u + 1] : 0u};
+                Mma<T>::run(logits[t], frag, s.k[t][j][2 * u], s.k[t][j][2 * u + 1]);
+            }
+    }
+
+    uint32_t p_hi[NH][2], p_lo[NH][2];  // P^T B operands: keys 2q.. (tile 0) and 8 + 2q.. (tile 1)
+    float alpha[NH];
+#pragma unroll
+    for (int nh = 0; nh < NH; ++nh) {
+        float x[2][2];
+        float mx = -INFINITY;
+#pragma unroll
+        for (int t = 0; t < 2; ++t)
+#pragma unroll
+            for (int c = 0; c < 2; ++c) {
+                x[t][c] = 8 * t + 2 * q + c < live ? logits[t][2 * nh + c] * scale_log2 : -INFINITY;
+                mx = fmaxf(mx, x[t][c]);
+            }
+        mx = fmaxf(mx, __shfl_xor_sync(0xffffffffu, mx, 1));
+        mx = fmaxf(mx, __shfl_xor_sync(0xffffffffu, mx, 2));
+        const float m_new = fmaxf(st.m[nh], mx);  // finite: key 0 of a step is always live
+        alpha[nh] = exp2f(st.m[nh] - m_new);
+        st.m[nh] = m_new;
+        float sum = 0.f;
+#pragma unroll
+        for (int t = 0; t < 2; ++t) {
+            const float p0 = exp2f(x[t][0] - m_new);
+            const float p1 = exp2f(x[t][1] - m_new);
+            sum += p0 + p1;
+            const float h0 = round_to<T>(p0);
+            const float h1 = round_to<T>(p1);
+            p_hi[nh][t] = Mma<T>::pack(h0, h1);
+            p_lo[nh][t] = Mma<T>::pack(p0 - h0, p1 - h1);
+        }
+        st.l[nh] = st.l[nh] * alpha[nh] + sum;
+    }
+
+    // out^T columns 2q, 2q + 1 belong to the heads whose statistics lanes 8q and 8q + 4 hold.
+    const int src = 8 * q;
+#pragma unroll
+    for (int nh = 0; nh < NH; ++nh) {
+        const float a0 = __shfl_sync(0xffffffffu, alpha[nh], src);
+        const float a1 = __shfl_sync(0xffffffffu, alpha[nh], src + 4);
+#pragma unroll
+        for (int mt = 0; mt < D / 16; ++mt) {
+            st.o[nh][mt][0] *= a0;
+            st.o[nh][mt][1] *= a1;
+            st.o[nh][mt][2] *= a0;
+            st.o[nh][mt][3] *= a1;
+        }
+    }
+
+    // m-tile 4h + u: row g is dim 64h + 8g + 2u, row g + 8 the dim after it; two keys per register.
+#pragma unroll
+    for (int h = 0; h < D / 64; ++h)
+#pragma unroll
+        for (int u = 0; u < 4; ++u) {
+            const uint32_t frag[4] = {__byte_perm(s.v[0][h][u], s.v[1][h][u], 0x5410),
+                                      __byte_perm(s.v[0][h][u], s.v[1][h][u], 0x7632),
+                                      __byte_perm(s.v[2][h][u], s.v[3][h][u], 0x5410),
+                                      __byte_perm(s.v[2][h][u], s.v[3][h][u], 0x7632)};
+#pragma unroll
+            for (int nh = 0; nh < NH; ++nh) {
+                Mma<T>::run(st.o[nh][4 * h + u], frag, p_hi[nh][0], p_hi[nh][1]);
+                Mma<T>::run(st.o[nh][4 * h + u], frag, p_lo[nh][0], p_lo[nh][1]);
+            }
+        }
+}
+
+template <typename T, int D, int NH>
+__global__ void __launch_bounds__(kMmaThreads, 2) decode_attention_mma_kernel(AttnArgs a) {
+    constexpr int HB = 8 * NH;  // head rows of the block's tiles
+    static_assert(D % 64 == 0, "head_dim must be a multiple of 64");
+
+    __shared__ float4 part_o[kMmaWarps][HB][D / 4];  // each warp's unnormalised out rows
+    __shared__ float part_m[kMmaWarps][HB], part_l[kMmaWarps][HB];
+
+    pdl_launch_dependents();
+    pdl_wait();  // q and the caches come from the kernels before this one
+
+    const int split = blockIdx.x;
+    const int group = a.q_heads / a.kv_heads;
+    const int chunks = (group + a.heads_per_block - 1) / a.heads_per_block;
+    const int kv_head = blockIdx.y / chunks;
+    const int head0 = (blockIdx.y - kv_head * chunks) * a.heads_per_block;  // within the group
+    const int heads = min(a.heads_per_block, group - head0);
+    const int64_t b = blockIdx.z;
+    const int lane = threadIdx.x & 31;
+    const int warp = threadIdx.x >> 5;
+    const int g = lane >> 2;
+    const int q = lane & 3;
+
+    const KeyRange range = split_range(a, b, split, kStep);
+    const int64_t first_head = b * a.q_heads + kv_head * group + head0;
+
+    // Query rows g and g + 8 of the block's tiles, dims in the order the key loads use.
+    const T* q_rows = static_cast<const T*>(a.q) + first_head * D;
+    uint32_t qa[NH][D / 32][4];
+#pragma unroll
+    for (int nh = 0; nh < NH; ++nh)
+#pragma unroll
+        for (int j = 0; j < D / 32; ++j) {
+            const int row = 8 * nh + g;
+            load16(qa[nh][j], q_rows + (row < heads ? row : 0) * D + 32 * j + 8 * q, row < heads);
+        }
+
+    WarpState<D, NH> st;
+#pragma unroll
+    for (int nh = 0; nh < NH; ++nh) {
+        st.m[nh] = -INFINITY;
+        st.l[nh] = 0.f;
+#pragma unroll
+        for (int mt = 0; mt < D / 16; ++mt) st.o[nh][mt][0] = st.o[nh][mt][1] = st.o[nh][mt][2] = st.o[nh][mt][3] = 0.f;
+    }
+
+    int64_t key = range.start + warp * kStep;
+    if (key < range.end) {
+        const int32_t slot = a.slot_ids[b];  // valid: the range is empty otherwise
+        const T* k_rows = static_cast<const T*>(a.k_cache) + slot * a.slot_stride + kv_head * a.head_stride;
+        const T* v_rows = static_cast<const T*>(a.v_cache) + slot * a.slot_stride + kv_head * a.head_stride;
+        const LaneOffsets offsets = lane_offsets(a.pos_stride, g, q);
+        constexpr int kStride = kMmaWarps * kStep;
+        auto live_keys = [&](int64_t first) {
+            return static_cast<int>(range.end - first < kStep ? range.end - first : kStep);
+        };
+        if constexpr (NH == 1) {
+            // Two register buffers: the next step's loads are in flight while this step computes
+            // (252 registers at head_dim 128, two blocks per multiprocessor).
+            StepRegs<D> even, odd;
+            load_step<T, D>(even, k_rows, v_rows, key * a.pos_stride, offsets, live_keys(key));
+            while (true) {
+                const int64_t next = key + kStride;
+                if (next < range.end)
+                    load_step<T, D>(odd, k_rows, v_rows, next * a.pos_stride, offsets, live_keys(next));
+                attend_step<T, D, NH>(st, even, qa, live_keys(key), a.scale_log2, q);
+                if (next >= range.end) break;
+                const int64_t after = next + kStride;
+                if (after < range.end)
+                    load_step<T, D>(even, k_rows, v_rows, after * a.pos_stride, offsets, live_keys(after));
+                attend_step<T, D, NH>(st, odd, qa, live_keys(next), a.scale_log2, q);
+                if (after >= range.end) break;
+                key = after;
+            }
+        } else {
+            // Two head tiles' state leaves room for one buffer only.
+            for (; key < range.end; key += kStride) {
+                StepRegs<D> step;
+                load_step<T, D>(step, k_rows, v_rows, key * a.pos_stride, offsets, live_keys(key));
+                attend_step<T, D, NH>(st, step, qa, live_keys(key), a.scale_log2, q);
+            }
+        }
+    }
+
+    // The warp's state to shared memory: out^T columns 2q + i are heads 8 nh + 2q + i, rows of
+    // m-tile 4h + u are dims 64h + 8g + 2u (+1 for c = 2, 3).
+#pragma unroll
+    for (int nh = 0; nh < NH; ++nh) {
+        float l = st.l[nh];
+        l += __shfl_xor_sync(0xffffffffu, l, 1);
+        l += __shfl_xor_sync(0xffffffffu, l, 2);
+        if (q == 0) {
+            part_m[warp][8 * nh + g] = st.m[nh];
+            part_l[warp][8 * nh + g] = l;
+        }
+#pragma unroll
+        for (int i = 0; i < 2; ++i)
+#pragma unroll
+            for (int h = 0; h < D / 64; ++h) {
+                const float(&o)[D / 16][4] = st.o[nh];
+                float4* dst = &part_o[warp][8 * nh + 2 * q + i][(64 * h + 8 * g) / 4];
+                dst[0] = make_float4(o[4 * h][i], o[4 * h][2 + i], o[4 * h + 1][i], o[4 * h + 1][2 + i]);
+                dst[1] = make_float4(o[4 * h + 2][i], o[4 * h + 2][2 + i], o[4 * h + 3][i], o[4 * h + 3][2 + i]);
+            }
+    }
+    __syncthreads();
+
+    // Merge the warps: rescale each to the common max (warps without keys have max -inf, sum 0).
+    for (int i = threadIdx.x; i < heads * (D / 4); i += kMmaThreads) {
+        const int h = i / (D / 4);
+        const int d4 = i - h * (D / 4);
+        float mx = -INFINITY;
+#pragma unroll
+        for (int w = 0; w < kMmaWarps; ++w) mx = fmaxf(mx, part_m[w][h]);
+        float denom = 0.f;
+        float acc[4] = {0.f, 0.f, 0.f, 0.f};
+        if (mx != -INFINITY) {
+#pragma unroll
+            for (int w = 0; w < kMmaWarps; ++w) {
+                const float weight = exp2f(part_m[w][h] - mx);
+                const float4 o = part_o[w][h][d4];
+                denom += part_l[w][h] * weight;
+                acc[0] += o.x * weight;
+                acc[1] += o.y * weight;
+                acc[2] += o.z * weight;
+                acc[3] += o.w * weight;
+            }
+        }
+        const int64_t head = first_head + h;
+        if (a.num_splits == 1) {
+            const float inv = denom > 0.f ? 1.f / denom : 0.f;
+#pragma unroll
+            for (int e = 0; e < 4; ++e) acc[e] *= inv;
+            store_vec<T, 4>(static_cast<T*>(a.out) + head * D + 4 * d4, acc);
+        } else {
+            const int64_t at = head * a.num_splits + split;
+            reinterpret_cast<float4*>(a.ws_acc + at * D)[d4] = make_float4(acc[0], acc[1], acc[2], acc[3]);
+            if (d4 == 0) {
+                a.ws_max[at] = mx;
+                a.ws_sum[at] = denom;
+            }
+        }
+    }
+}
+
+// ---- Split combine ----
+
 // Combines the splits of one (stream, query head): rescale each partial to the common maximum.
 template <typename T, int D>
 __global__ void __launch_bounds__(D) combine_splits_kernel(const float* __restrict__ ws_acc,
                                                            const float* __restrict__ ws_max,
                                                            const float* __restrict__ ws_sum, T* __restrict__ out,
                                                            int num_splits) {
+    pdl_launch_dependents();
+    pdl_wait();  // the partials come from the attention kernel
     const int64_t head = blockIdx.x;
     const int d = threadIdx.x;
     const float* m = ws_max + head * num_splits;
@@ -212,26 +563,54 @@ __global__ void __launch_bounds__(D) combine_splits_kernel(const float* __restri
     out[head * D + d] = from_float<T>(denom > 0.f ? total / denom : 0.f);
 }
 
+template <typename T, int D>
+int launch_combine(const AttnArgs& a, int64_t batch, cudaStream_t stream) {
+    if (a.num_splits == 1) return 0;
+    return launch_kernel(combine_splits_kernel<T, D>, dim3(static_cast<unsigned>(batch * a.q_heads)), dim3(D), 0,
+                         stream, a.ws_acc, a.ws_max, a.ws_sum, static_cast<T*>(a.out), a.num_splits);
+}
+
 template <typename T, int D, int GT>
-int launch(const AttnArgs& a, int64_t batch, cudaStream_t stream) {
+int launch_cuda_core(const AttnArgs& a, int64_t batch, cudaStream_t stream) {
     const dim3 grid(a.num_splits, a.kv_heads * ((a.q_heads / a.kv_heads) / GT), static_cast<unsigned>(batch));
-    decode_attention_kernel<T, D, GT><<<grid, kThreads, 0, stream>>>(a);
-    int err = launch_status();
-    if (err != 0 || a.num_splits == 1) return err;
-    combine_splits_kernel<T, D><<<static_cast<unsigned>(batch * a.q_heads), D, 0, stream>>>(
-        a.ws_acc, a.ws_max, a.ws_sum, static_cast<T*>(a.out), a.num_splits);
-    return launch_status();
+    const int err = launch_kernel(decode_attention_cuda_core_kernel<T, D, GT>, grid, dim3(kThreads), 0, stream, a);
+    return err != 0 ? err : launch_combine<T, D>(a, batch, stream);
 }
 
 // The largest heads-per-block (8, 4, 2, 1) dividing the group size: 8 keeps the accumulators of a
 // thread within registers.
 template <typename T, int D>
-int launch_for_group(const AttnArgs& a, int64_t batch, cudaStream_t stream) {
+int launch_cuda_core_for_group(const AttnArgs& a, int64_t batch, cudaStream_t stream) {
     const int group = a.q_heads / a.kv_heads;
-    if (group % 8 == 0) return launch<T, D, 8>(a, batch, stream);
-    if (group % 4 == 0) return launch<T, D, 4>(a, batch, stream);
-    if (group % 2 == 0) return launch<T, D, 2>(a, batch, stream);
-    return launch<T, D, 1>(a, batch, stream);
+    if (group % 8 == 0) return launch_cuda_core<T, D, 8>(a, batch, stream);
+    if (group % 4 == 0) return launch_cuda_core<T, D, 4>(a, batch, stream);
+    if (group % 2 == 0) return launch_cuda_core<T, D, 2>(a, batch, stream);
+    return launch_cuda_core<T, D, 1>(a, batch, stream);
+}
+
+template <typename T, int D, int NH>
+int launch_mma(AttnArgs a, int64_t batch, cudaStream_t stream) {
+    const int group = a.q_heads / a.kv_heads;
+    a.heads_per_block = group < 8 * NH ? group : 8 * NH;
+    const int chunks = (group + a.heads_per_block - 1) / a.heads_per_block;
+    if (static_cast<int64_t>(a.kv_heads) * chunks > 65535) return VOXCPM_ERROR_INVALID_ARGUMENT;
+    const dim3 grid(a.num_splits, a.kv_heads * chunks, static_cast<unsigned>(batch));
+    const int err = launch_kernel(decode_attention_mma_kernel<T, D, NH>, grid, dim3(kMmaThreads), 0, stream, a);
+    return err != 0 ? err : launch_combine<T, D>(a, batch, stream);
+}
+
+// Groups of up to 8 heads fill one 8-column tile of out^T; larger groups take blocks of 16 heads.
+template <typename T, int D>
+int launch_mma_for_group(const AttnArgs& a, int64_t batch, cudaStream_t stream) {
+    if (a.q_heads / a.kv_heads <= 8) return launch_mma<T, D, 1>(a, batch, stream);
+    return launch_mma<T, D, 2>(a, batch, stream);
+}
+
+// VOXCPM_DECODE_ATTENTION_MMA=0 sends bf16 / fp16 to the CUDA-core kernel (A/B timing). Read on
+// every call so a test can switch it.
+__host__ bool mma_allowed() {
+    const char* value = getenv("VOXCPM_DECODE_ATTENTION_MMA");
+    return value == nullptr || value[0] != '0';
 }
 
 }  // namespace
@@ -262,6 +641,9 @@ extern "C" int voxcpm_decode_attention(const void* q, const void* k_cache, const
     const size_t needed = voxcpm_decode_attention_workspace_bytes(batch, q_heads, head_dim, num_splits);
     if (needed > 0 && (workspace == nullptr || workspace_bytes < needed)) return VOXCPM_ERROR_INVALID_ARGUMENT;
     if (batch == 0) return 0;
+    int major = 0;
+    const int err = current_device_attribute(cudaDevAttrComputeCapabilityMajor, &major);
+    if (err != 0) return err;
 
     AttnArgs a{};
     a.q = q;
@@ -289,9 +671,15 @@ extern "C" int voxcpm_decode_attention(const void* q, const void* k_cache, const
         using T = decltype(tag);
         constexpr int kVec = 16 / sizeof(T);
         if (cache_slot_stride % kVec != 0 || cache_head_stride % kVec != 0 || cache_pos_stride % kVec != 0 ||
-            !aligned16(q) || !aligned16(k_cache) || !aligned16(v_cache))
+            !aligned16(q) || !aligned16(k_cache) || !aligned16(v_cache) || !aligned16(out))
             return VOXCPM_ERROR_INVALID_ARGUMENT;
-        if (head_dim == 64) return launch_for_group<T, 64>(a, batch, s);
-        return launch_for_group<T, 128>(a, batch, s);
+        if constexpr (!std::is_same_v<T, float>) {
+            if (major >= 8 && mma_allowed()) {
+                if (head_dim == 64) return launch_mma_for_group<T, 64>(a, batch, s);
+                return launch_mma_for_group<T, 128>(a, batch, s);
+            }
+        }
+        if (head_dim == 64) return launch_cuda_core_for_group<T, 64>(a, batch, s);
+        return launch_cuda_core_for_group<T, 128>(a, batch, s);
     });
 }

@@ -1,16 +1,21 @@
 """Times the decode_attention op for each split count at VoxCPM2's base-LM shapes (16 q / 2 kv heads
-of 128, bf16), per batch size, to choose the default split heuristic (ops/decode_attention.py
-`default_num_splits`). Each stream attends to --length cached keys. Timing: perf/bench_ops.py's
-(median of CUDA-graph replays holding 20 calls).
+of 128, bf16), per batch size and kernel, to check the default split heuristic (ops/decode_attention.py
+`default_num_splits`) and the tensor-core kernel against the CUDA-core one. Each stream attends to
+--length cached keys. Calls cycle through --layers cache layers as the model's 28 do, so a call does
+not find the previous call's keys in L2 (at 64 streams one layer's live K/V is 20 MB). Timing:
+perf/bench_ops.py's (median of CUDA-graph replays holding 20 calls); GB/s counts the live K/V bytes.
 
 Usage: python perf/sweep_decode_attention.py --out DIR/sweep_decode_attention.json
-       [--batches 1,16,64,256] [--splits 1,2,4,8,16,32,64] [--length 300]
+       [--batches 1,4,16,32,64,128,256] [--splits 1,2,3,4,6,8,12,16,32] [--length 300]
+       [--layers 28] [--kernels mma,cuda_core]
 """
 
 from __future__ import annotations
 
 import argparse
+import itertools
 import json
+import os
 import sys
 from pathlib import Path
 
@@ -23,37 +28,65 @@ from voxcpm_triton import ops  # noqa: E402
 from voxcpm_triton.ops.decode_attention import default_num_splits  # noqa: E402
 
 Q_HEADS, KV_HEADS, HEAD_DIM = 16, 2, 128
+SWITCH = {"mma": "1", "cuda_core": "0"}  # VOXCPM_DECODE_ATTENTION_MMA, read by the library per call
+
+
+def sweep_batch(batch: int, length: int, layers: int, splits: list[int], kernels: list[str]) -> list[dict]:
+    slots = batch + 1
+    k_cache = torch.randn(layers, slots, KV_HEADS, length + 64, HEAD_DIM, device="cuda").to(torch.bfloat16)
+    v_cache = torch.randn_like(k_cache)
+    q = torch.randn(batch, Q_HEADS, HEAD_DIM, device="cuda").to(torch.bfloat16)
+    slot_ids = torch.arange(batch, dtype=torch.int32, device="cuda")
+    lengths = torch.full((batch,), length, dtype=torch.int32, device="cuda")
+    default = default_num_splits(batch, Q_HEADS, KV_HEADS, -1)
+    kv_bytes = 2 * batch * KV_HEADS * length * HEAD_DIM * 2
+    rows = []
+    for kernel in kernels:
+        os.environ["VOXCPM_DECODE_ATTENTION_MMA"] = SWITCH[kernel]
+        for count in sorted(set(splits) | {default}):
+            turn = itertools.count()
+
+            def call(count=count, turn=turn):
+                layer = next(turn) % layers
+                return ops.decode_attention(q, k_cache[layer], v_cache[layer], slot_ids, lengths, num_splits=count)
+
+            us = graph_time_us(call)
+            rows.append({"kernel": kernel, "batch": batch, "splits": count, "default": count == default, "us": us,
+                         "gbps": kv_bytes / (us * 1e3)})
+            print(f"{kernel:<9} B={batch:<4} splits={count:<3}{'*' if count == default else ' '} {us:8.1f} us "
+                  f"{kv_bytes / (us * 1e3):7.0f} GB/s", flush=True)
+        best = min((r for r in rows if r["kernel"] == kernel), key=lambda r: r["us"])
+        chosen = next(r for r in rows if r["kernel"] == kernel and r["default"])
+        print(f"{kernel:<9} B={batch:<4} best {best['splits']} splits {best['us']:.1f} us; default {default} "
+              f"{chosen['us']:.1f} us", flush=True)
+    os.environ.pop("VOXCPM_DECODE_ATTENTION_MMA", None)
+    return rows
 
 
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--out", required=True, type=Path)
-    parser.add_argument("--batches", default="1,16,64,256")
-    parser.add_argument("--splits", default="1,2,4,8,16,32,64")
+    parser.add_argument("--batches", default="1,4,16,32,64,128,256")
+    parser.add_argument("--splits", default="1,2,3,4,6,8,12,16,32")
     parser.add_argument("--length", type=int, default=300)
+    parser.add_argument("--layers", type=int, default=28)
+    parser.add_argument("--kernels", default="mma,cuda_core")
     args = parser.parse_args()
     if not torch.cuda.is_available() or ops.library.library() is None:
         print("sweep_decode_attention needs a CUDA GPU and the kernels library", file=sys.stderr)
         return 2
+    kernels = args.kernels.split(",")
+    unknown = set(kernels) - set(SWITCH)
+    if unknown:
+        parser.error(f"--kernels takes {sorted(SWITCH)}, got {sorted(unknown)}")
+    splits = [int(s) for s in args.splits.split(",")]
     rows = []
     for batch in (int(b) for b in args.batches.split(",")):
-        slots = batch + 1
-        k_cache = torch.randn(slots, KV_HEADS, args.length + 64, HEAD_DIM, device="cuda").to(torch.bfloat16)
-        v_cache = torch.randn_like(k_cache)
-        q = torch.randn(batch, Q_HEADS, HEAD_DIM, device="cuda").to(torch.bfloat16)
-        slot_ids = torch.arange(batch, dtype=torch.int32, device="cuda")
-        lengths = torch.full((batch,), args.length, dtype=torch.int32, device="cuda")
-        default = default_num_splits(batch, Q_HEADS, KV_HEADS, -1)
-        for splits in sorted({int(s) for s in args.splits.split(",")} | {default}):
-            us = graph_time_us(lambda: ops.decode_attention(q, k_cache, v_cache, slot_ids, lengths, num_splits=splits))
-            kv_bytes = 2 * batch * KV_HEADS * args.length * HEAD_DIM * 2
-            rows.append({"batch": batch, "splits": splits, "default": splits == default, "us": us,
-                         "gbps": kv_bytes / (us * 1e3)})
-            print(f"B={batch:<4} splits={splits:<3}{'*' if splits == default else ' '} {us:8.1f} us "
-                  f"{kv_bytes / (us * 1e3):7.0f} GB/s", flush=True)
+        rows += sweep_batch(batch, args.length, args.layers, splits, kernels)
+        torch.cuda.empty_cache()
     args.out.parent.mkdir(parents=True, exist_ok=True)
-    args.out.write_text(json.dumps({"device": torch.cuda.get_device_name(), "length": args.length, "rows": rows},
-                                   indent=1))
+    args.out.write_text(json.dumps({"device": torch.cuda.get_device_name(), "length": args.length,
+                                    "layers": args.layers, "rows": rows}, indent=1))
     return 0
 
 

@@ -16,11 +16,17 @@ import torch
 from voxcpm_triton.ops import library as lib
 from voxcpm_triton.ops.rope_kv_write import as_int32_index
 
-MAX_SPLITS = 64
 # Measured on the H200 (perf/sweep_decode_attention.py, 300 cached keys, run 6 in perf/RESULTS.md):
 # past 16 splits a stream gains nothing (each split keeps >= 32 keys) and the combine grows, so the
 # default stops there: 1 stream 13.2 -> 9.8 us per call.
 DEFAULT_MAX_SPLITS = 16
+# Blocks resident per multiprocessor at head_dim 128 (build with VOXCPM_PTXAS_VERBOSE=1): the
+# tensor-core kernel uses 252 registers x 128 threads, the CUDA-core one 187 x 128, so two.
+BLOCKS_PER_SM = 2
+# A block's fixed cost (its first memory round trip, the merge of its warps, the combine) relative
+# to one block streaming a whole 300-key stream, which takes each warp ~5 round trips: a guess that
+# perf/sweep_decode_attention.py checks (it prints the measured best split count beside the default).
+BLOCK_FIXED_COST = 0.25
 
 
 def decode_attention_ref(q: torch.Tensor, k_cache: torch.Tensor, v_cache: torch.Tensor, slot_ids: torch.Tensor,
@@ -43,14 +49,25 @@ def decode_attention_ref(q: torch.Tensor, k_cache: torch.Tensor, v_cache: torch.
 
 @torch.compiler.assume_constant_result
 def default_num_splits(batch: int, q_heads: int, kv_heads: int, device_index: int) -> int:
-    """Splits per stream so the grid has about two blocks per multiprocessor (the kernel also gives
-    each split at least 32 keys, so short streams use fewer). device_index -1: the current device."""
+    """Splits per stream for the grid of `batch` streams (splits_for_waves on this GPU's resident
+    blocks). device_index -1: the current device."""
     group = q_heads // kv_heads
-    heads_per_block = next(h for h in (8, 4, 2, 1) if group % h == 0)
-    blocks_per_split = batch * kv_heads * (group // heads_per_block)
+    heads_per_block = group if group <= 8 else 16
+    blocks_per_split = batch * kv_heads * math.ceil(group / heads_per_block)
     index = torch.cuda.current_device() if device_index < 0 else device_index
-    sms = torch.cuda.get_device_properties(index).multi_processor_count
-    return max(1, min(DEFAULT_MAX_SPLITS, math.ceil(2 * sms / max(blocks_per_split, 1))))
+    resident = BLOCKS_PER_SM * torch.cuda.get_device_properties(index).multi_processor_count
+    return splits_for_waves(blocks_per_split, resident)
+
+
+def splits_for_waves(blocks_per_split: int, resident_blocks: int) -> int:
+    """The split count s in 1..16 with the least modelled time waves(s) * (1 / s + BLOCK_FIXED_COST):
+    the grid runs in waves(s) = ceil(s * blocks_per_split / resident_blocks) rounds of resident
+    blocks, each costing its 1/s share of a stream's keys plus the fixed part. Small batches take
+    many splits; large ones as few as keep the last wave well filled; ties go to fewer splits."""
+    def cost(s: int) -> tuple[float, int]:
+        waves = math.ceil(s * max(blocks_per_split, 1) / resident_blocks)
+        return waves * (1.0 / s + BLOCK_FIXED_COST), s
+    return min(range(1, DEFAULT_MAX_SPLITS + 1), key=cost)
 
 
 def _check_alignment(*named: tuple[str, torch.Tensor]) -> None:

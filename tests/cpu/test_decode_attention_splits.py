@@ -1,0 +1,50 @@
+"""decode_attention's default split count (ops/decode_attention.py splits_for_waves) on the H200's
+132 multiprocessors x 2 resident blocks, for VoxCPM2's base LM (2 KV heads, one block per KV head
+and split), and the wrapper's validation of an explicit split count."""
+
+from __future__ import annotations
+
+import math
+
+import pytest
+import torch
+
+from voxcpm_triton import ops
+from voxcpm_triton.ops.decode_attention import DEFAULT_MAX_SPLITS, splits_for_waves
+
+RESIDENT = 2 * 132
+BUCKETS = (1, 2, 4, 8, 16, 32, 64, 128, 256)
+
+
+def test_streams_that_fill_the_gpu_take_one_split():
+    assert splits_for_waves(2 * 128, RESIDENT) == 1  # 256 blocks: one wave
+    assert splits_for_waves(2 * 256, RESIDENT) == 1  # 512 blocks: 1.94 waves, no combine
+
+
+def test_small_batches_spread_over_the_gpu():
+    assert splits_for_waves(2 * 1, RESIDENT) == DEFAULT_MAX_SPLITS
+    assert splits_for_waves(2 * 64, RESIDENT) == 2  # one split is half a wave, two fill it
+    assert splits_for_waves(2 * 16, RESIDENT) == 8  # 256 blocks; 9 would spill into a second wave
+
+
+@pytest.mark.parametrize("batch", BUCKETS)
+def test_waves_are_well_filled_unless_the_split_count_is_capped(batch):
+    blocks = 2 * batch
+    s = splits_for_waves(blocks, RESIDENT)
+    assert 1 <= s <= DEFAULT_MAX_SPLITS
+    waves = s * blocks / RESIDENT
+    assert s == DEFAULT_MAX_SPLITS or waves / math.ceil(waves) >= 0.75, (batch, s, waves)
+
+
+def test_more_streams_never_take_more_splits_on_the_bucket_sizes():
+    chosen = [splits_for_waves(2 * batch, RESIDENT) for batch in BUCKETS]
+    assert chosen == sorted(chosen, reverse=True)
+
+
+@pytest.mark.parametrize("num_splits", (0, 257))
+def test_split_count_out_of_range_is_named(num_splits):
+    q = torch.randn(1, 2, 8)
+    cache = torch.randn(1, 1, 4, 8)
+    index = torch.zeros(1, dtype=torch.int32)
+    with pytest.raises(ValueError, match="num_splits must be in"):
+        ops.decode_attention(q, cache, cache, index, index + 4, num_splits=num_splits)
