@@ -12,7 +12,7 @@ import pytest
 import torch
 
 from voxcpm_triton.audio.audio_vae import AudioVAE, build_audio_vae
-from voxcpm_triton.audio.vae_layers import ResidualUnit
+from voxcpm_triton.audio.vae_layers import CausalConv1d, ResidualUnit
 from voxcpm_triton.audio.vocoder import ALIGN_SAMPLES, WindowedVocoder
 from voxcpm_triton.checkpoint.make import config_dict, random_vae_state
 from voxcpm_triton.ops import library
@@ -51,6 +51,26 @@ def _full_windows(count: int, window_patches: int, seed: int) -> list[np.ndarray
 def _errors(audio: np.ndarray, expected: np.ndarray) -> tuple[float, float]:
     return (float(np.sqrt(np.mean((audio - expected) ** 2)) / np.sqrt(np.mean(expected**2))),
             float(np.abs(audio - expected).max()))
+
+
+def test_bfloat16_mono_conv_gemm_within_one_rounding_per_tap() -> None:
+    # The decoder's last conv (32 -> 1 channel, kernel 7) as a GEMM over its taps: each tap's channel
+    # sum is rounded to bf16 once before the float32 sum, so |error| <= 2^-8 * sum_k |tap_k| (+ fp32).
+    generator = torch.Generator(device="cuda").manual_seed(0)
+    layer = CausalConv1d(32, 1, kernel_size=7, left_pad=6)
+    layer.fold()
+    with torch.no_grad():
+        layer.weight.copy_(torch.randn(1, 32, 7, generator=generator, device="cuda").cpu() * 0.2)
+        layer.bias.fill_(0.1)
+    layer = layer.to("cuda", torch.bfloat16)
+    x = torch.randn(4, 32, 7688, generator=generator, device="cuda").to(torch.bfloat16)
+    with torch.inference_mode():
+        out = layer.forward_unpadded_mono(x)
+        exact = torch.nn.functional.conv1d(x.float(), layer.weight.float(), layer.bias.float())
+        taps = torch.nn.functional.conv1d(x.float(), layer.weight.float().permute(2, 1, 0))  # [B, 7, T]: each tap's sum
+    assert out.dtype == torch.float32 and out.shape == exact.shape == (4, 1, 7682)
+    magnitude = sum(taps[:, k:k + 1, k:k + 7682].abs() for k in range(7))
+    assert ((out - exact).abs() <= 2.0**-8 * magnitude + 1e-5).all()
 
 
 def test_float32_fast_layers_equal_plain_layers(gpu_vae: AudioVAE) -> None:
