@@ -37,6 +37,7 @@ namespace voxcpm {
 namespace {
 
 constexpr int kMinPiece = 32;  // fewer keys per split cost more in the combine than they save
+constexpr int kMaxSplits = 256;
 constexpr float kLog2e = 1.4426950408889634f;
 
 struct AttnArgs {
@@ -240,6 +241,7 @@ __global__ void __launch_bounds__(kThreads, 2) decode_attention_cuda_core_kernel
 constexpr int kMmaWarps = 4;
 constexpr int kMmaThreads = kMmaWarps * 32;
 constexpr int kStep = 16;  // keys per warp step: two 8-key logits tiles, one P.V k-step
+constexpr int64_t kMaxMmaPosStride = (INT32_MAX - 64) / kStep;  // LaneRows' offsets stay 32-bit
 
 // 16 bytes of global memory as four registers, or zeros where `live` is false: rows past a
 // stream's live range are never read (they may hold stale, even non-finite, values).
@@ -259,16 +261,15 @@ struct StepRegs {
     uint32_t v[4][D / 64][4];  // keys {2q, 2q + 1, 2q + 8, 2q + 9} of the step, dims 64h + 8g .. + 7
 };
 
-// Per-lane element offsets of the rows a lane loads, relative to the step's first key row.
-struct LaneOffsets {
-    int64_t k[2];
-    int64_t v[4];
-    int k_key[2];  // key index within the step of each loaded row
-    int v_key[4];
+// The rows lane (g, q) loads, as key indices within a step and element offsets from the step's
+// first key row (32-bit: the host sends position strides past kMaxMmaPosStride elsewhere).
+struct LaneRows {
+    int k_key[2], v_key[4];
+    int k[2], v[4];
 };
 
-__device__ __forceinline__ LaneOffsets lane_offsets(int64_t pos_stride, int g, int q) {
-    LaneOffsets o;
+__device__ __forceinline__ LaneRows lane_rows(int pos_stride, int g, int q) {
+    LaneRows o;
 #pragma unroll
     for (int t = 0; t < 2; ++t) {
         o.k_key[t] = 8 * t + g;
@@ -282,19 +283,19 @@ __device__ __forceinline__ LaneOffsets lane_offsets(int64_t pos_stride, int g, i
     return o;
 }
 
-// Issues every load of the step starting at `row` (element offset of its first key row); `live`
-// keys of the step are [0, live).
+// Issues every load of the step whose first key row is `k_rows` / `v_rows`; the step's `live`
+// keys are [0, live).
 template <typename T, int D>
-__device__ __forceinline__ void load_step(StepRegs<D>& s, const T* k_rows, const T* v_rows, int64_t row,
-                                          const LaneOffsets& o, int live) {
+__device__ __forceinline__ void load_step(StepRegs<D>& s, const T* k_rows, const T* v_rows, const LaneRows& o,
+                                          int live) {
 #pragma unroll
     for (int t = 0; t < 2; ++t)
 #pragma unroll
-        for (int j = 0; j < D / 32; ++j) load16(s.k[t][j], k_rows + row + o.k[t] + 32 * j, o.k_key[t] < live);
+        for (int j = 0; j < D / 32; ++j) load16(s.k[t][j], k_rows + o.k[t] + 32 * j, o.k_key[t] < live);
 #pragma unroll
     for (int r = 0; r < 4; ++r)
 #pragma unroll
-        for (int h = 0; h < D / 64; ++h) load16(s.v[r][h], v_rows + row + o.v[r] + 64 * h, o.v_key[r] < live);
+        for (int h = 0; h < D / 64; ++h) load16(s.v[r][h], v_rows + o.v[r] + 64 * h, o.v_key[r] < live);
 }
 
 // A warp's running softmax state for NH tiles of 8 query heads. Lane (g, q) keeps the max and
@@ -413,10 +414,10 @@ __global__ void __launch_bounds__(kMmaThreads, 2) decode_attention_mma_kernel(At
     const int g = lane >> 2;
     const int q = lane & 3;
 
-    const KeyRange range = split_range(a, b, split, kStep);
     const int64_t first_head = b * a.q_heads + kv_head * group + head0;
 
-    // Query rows g and g + 8 of the block's tiles, dims in the order the key loads use.
+    // Query rows g and g + 8 of the block's tiles, dims in the order the key loads use; issued
+    // before the stream's slot and length are read, so both loads share one round trip.
     const T* q_rows = static_cast<const T*>(a.q) + first_head * D;
     uint32_t qa[NH][D / 32][4];
 #pragma unroll
@@ -427,6 +428,7 @@ __global__ void __launch_bounds__(kMmaThreads, 2) decode_attention_mma_kernel(At
             load16(qa[nh][j], q_rows + (row < heads ? row : 0) * D + 32 * j + 8 * q, row < heads);
         }
 
+    const KeyRange range = split_range(a, b, split, kStep);
     WarpState<D, NH> st;
 #pragma unroll
     for (int nh = 0; nh < NH; ++nh) {
@@ -439,27 +441,28 @@ __global__ void __launch_bounds__(kMmaThreads, 2) decode_attention_mma_kernel(At
     int64_t key = range.start + warp * kStep;
     if (key < range.end) {
         const int32_t slot = a.slot_ids[b];  // valid: the range is empty otherwise
-        const T* k_rows = static_cast<const T*>(a.k_cache) + slot * a.slot_stride + kv_head * a.head_stride;
-        const T* v_rows = static_cast<const T*>(a.v_cache) + slot * a.slot_stride + kv_head * a.head_stride;
-        const LaneOffsets offsets = lane_offsets(a.pos_stride, g, q);
+        const T* k_head = static_cast<const T*>(a.k_cache) + slot * a.slot_stride + kv_head * a.head_stride;
+        const T* v_head = static_cast<const T*>(a.v_cache) + slot * a.slot_stride + kv_head * a.head_stride;
+        const LaneRows rows = lane_rows(static_cast<int>(a.pos_stride), g, q);
         constexpr int kStride = kMmaWarps * kStep;
         auto live_keys = [&](int64_t first) {
             return static_cast<int>(range.end - first < kStep ? range.end - first : kStep);
         };
+        auto load = [&](StepRegs<D>& step, int64_t first) {
+            load_step<T, D>(step, k_head + first * a.pos_stride, v_head + first * a.pos_stride, rows, live_keys(first));
+        };
         if constexpr (NH == 1) {
             // Two register buffers: the next step's loads are in flight while this step computes
-            // (252 registers at head_dim 128, two blocks per multiprocessor).
+            // (~250 registers at head_dim 128, two blocks per multiprocessor).
             StepRegs<D> even, odd;
-            load_step<T, D>(even, k_rows, v_rows, key * a.pos_stride, offsets, live_keys(key));
+            load(even, key);
             while (true) {
                 const int64_t next = key + kStride;
-                if (next < range.end)
-                    load_step<T, D>(odd, k_rows, v_rows, next * a.pos_stride, offsets, live_keys(next));
+                if (next < range.end) load(odd, next);
                 attend_step<T, D, NH>(st, even, qa, live_keys(key), a.scale_log2, q);
                 if (next >= range.end) break;
                 const int64_t after = next + kStride;
-                if (after < range.end)
-                    load_step<T, D>(even, k_rows, v_rows, after * a.pos_stride, offsets, live_keys(after));
+                if (after < range.end) load(even, after);
                 attend_step<T, D, NH>(st, odd, qa, live_keys(next), a.scale_log2, q);
                 if (after >= range.end) break;
                 key = after;
@@ -468,7 +471,7 @@ __global__ void __launch_bounds__(kMmaThreads, 2) decode_attention_mma_kernel(At
             // Two head tiles' state leaves room for one buffer only.
             for (; key < range.end; key += kStride) {
                 StepRegs<D> step;
-                load_step<T, D>(step, k_rows, v_rows, key * a.pos_stride, offsets, live_keys(key));
+                load(step, key);
                 attend_step<T, D, NH>(st, step, qa, live_keys(key), a.scale_log2, q);
             }
         }
@@ -538,28 +541,39 @@ __global__ void __launch_bounds__(kMmaThreads, 2) decode_attention_mma_kernel(At
 // ---- Split combine ----
 
 // Combines the splits of one (stream, query head): rescale each partial to the common maximum.
+// Warp 0 turns every split's (max, sum) into a weight in one round of loads; then each thread sums
+// its dim over the splits (every split's partial is written, zeros for empty ones).
 template <typename T, int D>
 __global__ void __launch_bounds__(D) combine_splits_kernel(const float* __restrict__ ws_acc,
                                                            const float* __restrict__ ws_max,
                                                            const float* __restrict__ ws_sum, T* __restrict__ out,
                                                            int num_splits) {
+    __shared__ float weight[kMaxSplits];
+    __shared__ float denom;
     pdl_launch_dependents();
     pdl_wait();  // the partials come from the attention kernel
     const int64_t head = blockIdx.x;
     const int d = threadIdx.x;
-    const float* m = ws_max + head * num_splits;
-    const float* l = ws_sum + head * num_splits;
-    float global_max = -INFINITY;
-    for (int s = 0; s < num_splits; ++s) global_max = fmaxf(global_max, m[s]);
-    float denom = 0.f, total = 0.f;
-    if (global_max != -INFINITY) {
-        for (int s = 0; s < num_splits; ++s) {
-            if (l[s] <= 0.f) continue;
-            const float w = exp2f(m[s] - global_max);
-            denom += l[s] * w;
-            total += ws_acc[(head * num_splits + s) * D + d] * w;
+    if (d < 32) {
+        const float* m = ws_max + head * num_splits;
+        const float* l = ws_sum + head * num_splits;
+        float global_max = -INFINITY;
+        for (int s = d; s < num_splits; s += 32) global_max = fmaxf(global_max, m[s]);
+        global_max = warp_max(global_max);
+        float total = 0.f;
+        for (int s = d; s < num_splits; s += 32) {
+            const float w = l[s] > 0.f ? exp2f(m[s] - global_max) : 0.f;  // empty splits: max -inf, sum 0
+            weight[s] = w;
+            total += l[s] * w;
         }
+        total = warp_sum(total);
+        if (d == 0) denom = total;
     }
+    __syncthreads();
+    const float* acc = ws_acc + head * num_splits * D + d;
+    float total = 0.f;
+#pragma unroll 8
+    for (int s = 0; s < num_splits; ++s) total += acc[s * D] * weight[s];
     out[head * D + d] = from_float<T>(denom > 0.f ? total / denom : 0.f);
 }
 
@@ -632,7 +646,7 @@ extern "C" int voxcpm_decode_attention(const void* q, const void* k_cache, const
                                        float scale, int dtype, void* stream) {
     using namespace voxcpm;
     if (batch < 0 || batch > 65535 || q_heads <= 0 || kv_heads <= 0 || q_heads % kv_heads != 0 ||
-        (head_dim != 64 && head_dim != 128) || num_splits < 1 || num_splits > 256 || num_slots < 0 ||
+        (head_dim != 64 && head_dim != 128) || num_splits < 1 || num_splits > kMaxSplits || num_slots < 0 ||
         max_len < 0)
         return VOXCPM_ERROR_INVALID_ARGUMENT;
     if (q == nullptr || k_cache == nullptr || v_cache == nullptr || slot_ids == nullptr ||
@@ -674,7 +688,7 @@ extern "C" int voxcpm_decode_attention(const void* q, const void* k_cache, const
             !aligned16(q) || !aligned16(k_cache) || !aligned16(v_cache) || !aligned16(out))
             return VOXCPM_ERROR_INVALID_ARGUMENT;
         if constexpr (!std::is_same_v<T, float>) {
-            if (major >= 8 && mma_allowed()) {
+            if (major >= 8 && cache_pos_stride <= kMaxMmaPosStride && mma_allowed()) {
                 if (head_dim == 64) return launch_mma_for_group<T, 64>(a, batch, s);
                 return launch_mma_for_group<T, 128>(a, batch, s);
             }
