@@ -1,13 +1,15 @@
 """Times the decode_attention op for each split count at VoxCPM2's base-LM shapes (16 q / 2 kv heads
 of 128, bf16), per batch size and kernel, to check the default split heuristic (ops/decode_attention.py
 `default_num_splits`) and the tensor-core kernel against the CUDA-core one. Each stream attends to
---length cached keys. Calls cycle through --layers cache layers as the model's 28 do, so a call does
-not find the previous call's keys in L2 (at 64 streams one layer's live K/V is 20 MB). Timing:
-perf/bench_ops.py's (median of CUDA-graph replays holding 20 calls); GB/s counts the live K/V bytes.
+--length cached keys; with --ragged the lengths spread evenly over 1..--length, shuffled, as in a
+serving mix (the split count then also decides how long the longest streams' blocks run). Calls
+cycle through --layers cache layers as the model's 28 do, so a call does not find the previous
+call's keys in L2 (at 64 streams one layer's live K/V is 20 MB). Timing: perf/bench_ops.py's
+(median of CUDA-graph replays holding 20 calls); GB/s counts the live K/V bytes.
 
 Usage: python perf/sweep_decode_attention.py --out DIR/sweep_decode_attention.json
        [--batches 1,4,16,32,64,128,256] [--splits 1,2,3,4,6,8,12,16,32] [--length 300]
-       [--layers 28] [--kernels mma,cuda_core]
+       [--layers 28] [--kernels mma,cuda_core] [--ragged]
 """
 
 from __future__ import annotations
@@ -31,15 +33,20 @@ Q_HEADS, KV_HEADS, HEAD_DIM = 16, 2, 128
 SWITCH = {"mma": "1", "cuda_core": "0"}  # VOXCPM_DECODE_ATTENTION_MMA, read by the library per call
 
 
-def sweep_batch(batch: int, length: int, layers: int, splits: list[int], kernels: list[str]) -> list[dict]:
+def sweep_batch(batch: int, length: int, layers: int, splits: list[int], kernels: list[str],
+                ragged: bool) -> list[dict]:
     slots = batch + 1
     k_cache = torch.randn(layers, slots, KV_HEADS, length + 64, HEAD_DIM, device="cuda").to(torch.bfloat16)
     v_cache = torch.randn_like(k_cache)
     q = torch.randn(batch, Q_HEADS, HEAD_DIM, device="cuda").to(torch.bfloat16)
     slot_ids = torch.arange(batch, dtype=torch.int32, device="cuda")
-    lengths = torch.full((batch,), length, dtype=torch.int32, device="cuda")
+    if ragged:
+        spread = torch.linspace(1, length, batch).round().int()
+        lengths = spread[torch.randperm(batch, generator=torch.Generator().manual_seed(batch))].cuda()
+    else:
+        lengths = torch.full((batch,), length, dtype=torch.int32, device="cuda")
     default = default_num_splits(batch, Q_HEADS, KV_HEADS, -1)
-    kv_bytes = 2 * batch * KV_HEADS * length * HEAD_DIM * 2
+    kv_bytes = 2 * int(lengths.sum()) * KV_HEADS * HEAD_DIM * 2
     rows = []
     for kernel in kernels:
         os.environ["VOXCPM_DECODE_ATTENTION_MMA"] = SWITCH[kernel]
@@ -71,6 +78,7 @@ def main() -> int:
     parser.add_argument("--length", type=int, default=300)
     parser.add_argument("--layers", type=int, default=28)
     parser.add_argument("--kernels", default="mma,cuda_core")
+    parser.add_argument("--ragged", action="store_true")
     args = parser.parse_args()
     if not torch.cuda.is_available() or ops.library.library() is None:
         print("sweep_decode_attention needs a CUDA GPU and the kernels library", file=sys.stderr)
@@ -82,11 +90,11 @@ def main() -> int:
     splits = [int(s) for s in args.splits.split(",")]
     rows = []
     for batch in (int(b) for b in args.batches.split(",")):
-        rows += sweep_batch(batch, args.length, args.layers, splits, kernels)
+        rows += sweep_batch(batch, args.length, args.layers, splits, kernels, args.ragged)
         torch.cuda.empty_cache()
     args.out.parent.mkdir(parents=True, exist_ok=True)
     args.out.write_text(json.dumps({"device": torch.cuda.get_device_name(), "length": args.length,
-                                    "layers": args.layers, "rows": rows}, indent=1))
+                                    "ragged": args.ragged, "layers": args.layers, "rows": rows}, indent=1))
     return 0
 
 

@@ -158,3 +158,19 @@ def test_graph_replay_follows_lengths_changed_after_capture(kernel, num_splits):
         torch.cuda.synchronize()
         expected = ops.decode_attention_ref(q.float(), k_cache.float(), v_cache.float(), slot_ids, lengths)
         close(out, expected, dtype)
+
+
+def test_position_stride_past_32_bit_offsets_takes_the_cuda_core_kernel():
+    # The tensor-core kernel keeps a lane's row offsets within a 16-key step in 32 bits.
+    stride = 1 << 27  # 16 rows span 2^31 elements
+    dtype = torch.bfloat16
+    g = torch.Generator(device=DEVICE).manual_seed(5)
+
+    def cache():
+        storage = torch.randn(stride + 128, generator=g, device=DEVICE).to(dtype)
+        return storage.as_strided((1, 1, 2, 128), (2 * stride, 2 * stride, stride, 1))
+
+    k_cache, v_cache = cache(), cache()
+    q = torch.randn(1, 8, 128, generator=g, device=DEVICE).to(dtype)
+    index = torch.zeros(1, dtype=torch.int32, device=DEVICE)
+    check(q, k_cache, v_cache, index, index + 2, 1)
