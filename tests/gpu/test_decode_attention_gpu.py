@@ -160,17 +160,20 @@ def test_graph_replay_follows_lengths_changed_after_capture(kernel, num_splits):
         close(out, expected, dtype)
 
 
-def test_position_stride_past_32_bit_offsets_takes_the_cuda_core_kernel():
-    # The tensor-core kernel keeps a lane's row offsets within a 16-key step in 32 bits.
-    stride = 1 << 27  # 16 rows span 2^31 elements
+@pytest.mark.parametrize("stride", (134217720, 1 << 27))
+def test_position_strides_at_and_past_32_bit_row_offsets(kernel, stride):
+    # The tensor-core kernel keeps a lane's row offsets within a 16-key step in 32 bits: up to
+    # 134217723 elements per position; larger strides take the CUDA-core kernel.
     dtype = torch.bfloat16
     g = torch.Generator(device=DEVICE).manual_seed(5)
 
-    def cache():
-        storage = torch.randn(stride + 128, generator=g, device=DEVICE).to(dtype)
-        return storage.as_strided((1, 1, 2, 128), (2 * stride, 2 * stride, stride, 1))
+    def cache():  # 16 rows `stride` elements apart: 4 GB of storage, only the rows written
+        view = torch.empty(15 * stride + 128, dtype=dtype, device=DEVICE).as_strided(
+            (1, 1, 16, 128), (16 * stride, 16 * stride, stride, 1))
+        view.copy_(torch.randn(1, 1, 16, 128, generator=g, device=DEVICE))
+        return view
 
     k_cache, v_cache = cache(), cache()
     q = torch.randn(1, 8, 128, generator=g, device=DEVICE).to(dtype)
     index = torch.zeros(1, dtype=torch.int32, device=DEVICE)
-    check(q, k_cache, v_cache, index, index + 2, 1)
+    check(q, k_cache, v_cache, index, index + 16, 1)
