@@ -1,6 +1,7 @@
 // Snake followed by the depthwise dilated causal conv (kernel 7, left zero padding 6 * dilation) that
 // opens each AudioVAE residual unit, as one kernel: x is read once, the activation never goes to
-// memory, and only the conv output is written.
+// memory, and only the conv output is written. With out_alpha the residual unit's second Snake runs
+// on each conv output too, so the unit's activation between its two Snakes never reaches memory.
 #include "snake_math.cuh"
 
 namespace voxcpm {
@@ -34,13 +35,15 @@ template <typename T> __device__ __forceinline__ int vector_phase(const T* p) {
 //    conv's zero padding on the left).
 // 2. Thread j computes outputs j + m * THREADS (a warp reads consecutive words: no bank conflicts),
 //    output t summing bias + weight[k] * window[t + k * dilation] over k in order with fmaf, rounded
-//    once to T into a staging area.
+//    once to T into a staging area. With OUT_SNAKE, that fp32 sum goes through Snake with
+//    out_alpha[c] first: the conv output is not rounded to T before it (one rounding, not two).
 // 3. The staged outputs leave in 16-byte stores (element by element at the row's ends).
-template <typename T, int THREADS>
+template <typename T, int THREADS, bool OUT_SNAKE>
 __global__ void __launch_bounds__(THREADS)
 snake_depthwise_conv_kernel(const T* __restrict__ x, int64_t batch_stride, int64_t channel_stride,
                             const T* __restrict__ alpha, const T* __restrict__ weight,
-                            const T* __restrict__ bias, T* __restrict__ out, uint32_t channels,
+                            const T* __restrict__ bias, const T* __restrict__ out_alpha,
+                            T* __restrict__ out, uint32_t channels,
                             int64_t length, uint32_t tiles_per_row, int dilation) {
     constexpr int VEC = kVec<T>;
     constexpr int TILE = THREADS * kOutputsPerThread;
@@ -88,12 +91,17 @@ snake_depthwise_conv_kernel(const T* __restrict__ x, int64_t batch_stride, int64
 #pragma unroll
     for (int k = 0; k < kTaps; ++k) w[k] = to_float<T>(weight[c * kTaps + k]);
     const float b0 = bias != nullptr ? to_float<T>(bias[c]) : 0.f;
+    // Alpha 0 gives inverse_alpha 1e9 and sin^2(0) = 0: the second Snake is then exactly the
+    // identity, which the residual unit's bias channel relies on.
+    const float out_a = OUT_SNAKE ? to_float<T>(out_alpha[c]) : 0.f;
+    const float out_inv = OUT_SNAKE ? inverse_alpha(out_a) : 0.f;
     const float* taps = window + shift + threadIdx.x;  // output o, tap k: taps[o - threadIdx.x + k * dilation]
 #pragma unroll
     for (int m = 0; m < kOutputsPerThread; ++m) {
         float acc = b0;
 #pragma unroll
         for (int k = 0; k < kTaps; ++k) acc = fmaf(w[k], taps[m * THREADS + k * dilation], acc);
+        if (OUT_SNAKE) acc = snake<T>(acc, out_a, out_inv);
         staged[threadIdx.x + m * THREADS] = from_float<T>(acc);
     }
     __syncthreads();
@@ -115,18 +123,20 @@ template <int TILE> int64_t tiles_in_row(int64_t length, int vec) { return (leng
 
 template <typename T, int THREADS>
 int launch(const void* x, int64_t batch_stride, int64_t channel_stride, const void* alpha, const void* weight,
-           const void* bias, void* out, int64_t batch, int64_t channels, int64_t length, int dilation,
-           cudaStream_t stream) {
+           const void* bias, const void* out_alpha, void* out, int64_t batch, int64_t channels, int64_t length,
+           int dilation, cudaStream_t stream) {
     constexpr int TILE = THREADS * kOutputsPerThread;
     const int64_t tiles = tiles_in_row<TILE>(length, kVec<T>);
     const int64_t blocks = batch * channels * tiles;
     if (blocks > 0x7fffffff) return VOXCPM_ERROR_INVALID_ARGUMENT;
     const int halo = (kTaps - 1) * dilation;
     const size_t shared = window_floats<T>(TILE, halo) * sizeof(float) + TILE * sizeof(T);
-    return launch_kernel(snake_depthwise_conv_kernel<T, THREADS>, dim3(static_cast<unsigned>(blocks)), dim3(THREADS),
-                         shared, stream, static_cast<const T*>(x), batch_stride, channel_stride,
-                         static_cast<const T*>(alpha), static_cast<const T*>(weight), static_cast<const T*>(bias),
-                         static_cast<T*>(out), static_cast<uint32_t>(channels), length, static_cast<uint32_t>(tiles),
+    const auto kernel = out_alpha != nullptr ? snake_depthwise_conv_kernel<T, THREADS, true>
+                                             : snake_depthwise_conv_kernel<T, THREADS, false>;
+    return launch_kernel(kernel, dim3(static_cast<unsigned>(blocks)), dim3(THREADS), shared, stream,
+                         static_cast<const T*>(x), batch_stride, channel_stride, static_cast<const T*>(alpha),
+                         static_cast<const T*>(weight), static_cast<const T*>(bias),
+                         static_cast<const T*>(out_alpha), static_cast<T*>(out), static_cast<uint32_t>(channels), length, static_cast<uint32_t>(tiles),
                          dilation);
 }
 
@@ -134,9 +144,9 @@ int launch(const void* x, int64_t batch_stride, int64_t channel_stride, const vo
 }  // namespace voxcpm
 
 extern "C" int voxcpm_snake_depthwise_conv(const void* x, int64_t x_batch_stride, int64_t x_channel_stride,
-                                           const void* alpha, const void* weight, const void* bias, void* out,
-                                           int64_t batch, int64_t channels, int64_t length, int dilation,
-                                           int dtype, void* stream) {
+                                           const void* alpha, const void* weight, const void* bias,
+                                           const void* out_alpha, void* out, int64_t batch, int64_t channels,
+                                           int64_t length, int dilation, int dtype, void* stream) {
     using namespace voxcpm;
     if (batch < 0 || channels <= 0 || length <= 0 || dilation < 1 || dilation > 1024 || x == nullptr ||
         alpha == nullptr || weight == nullptr || out == nullptr)
@@ -151,9 +161,9 @@ extern "C" int voxcpm_snake_depthwise_conv(const void* x, int64_t x_batch_stride
         const int64_t wide = tiles_in_row<1024>(length, kVec<T>) * (1024 + halo);
         const int64_t narrow = tiles_in_row<512>(length, kVec<T>) * (512 + halo);
         if (wide <= narrow)
-            return launch<T, 128>(x, x_batch_stride, x_channel_stride, alpha, weight, bias, out, batch, channels,
-                                  length, dilation, s);
-        return launch<T, 64>(x, x_batch_stride, x_channel_stride, alpha, weight, bias, out, batch, channels,
-                             length, dilation, s);
+            return launch<T, 128>(x, x_batch_stride, x_channel_stride, alpha, weight, bias, out_alpha, out, batch,
+                                  channels, length, dilation, s);
+        return launch<T, 64>(x, x_batch_stride, x_channel_stride, alpha, weight, bias, out_alpha, out, batch,
+                             channels, length, dilation, s);
     });
 }

@@ -21,7 +21,7 @@ extern "C" {
 #define VOXCPM_API __attribute__((visibility("default")))
 
 /* Bumped whenever a signature below changes; the Python loader refuses a mismatched library. */
-#define VOXCPM_KERNELS_ABI_VERSION 2
+#define VOXCPM_KERNELS_ABI_VERSION 3
 
 enum voxcpm_dtype { VOXCPM_FLOAT32 = 0, VOXCPM_FLOAT16 = 1, VOXCPM_BFLOAT16 = 2 };
 
@@ -174,18 +174,22 @@ VOXCPM_API int voxcpm_skinny_gemm(const void* x, const void* weight, void* out, 
 
 /*
  * Snake (as voxcpm_snake, kept in fp32) followed by a depthwise dilated causal conv of kernel 7,
- * the opening of each AudioVAE residual unit, rounded once to dtype:
- *   out[b, c, t] = bias[c] + sum_k weight[c, k] * snake(x[b, c, t - (6 - k) * dilation]),
- *   with zero for positions before the row start (the conv's left padding of 6 * dilation).
- *   x: as in voxcpm_snake; alpha, bias: [channels] (bias may be NULL); weight: [channels, 7]
- *   contiguous (the conv's [channels, 1, 7]); out: [batch, channels, length] contiguous, not
- *   overlapping x. 1 <= dilation <= 1024.
+ * the opening of each AudioVAE residual unit, and optionally the unit's second Snake, rounded once
+ * to dtype:
+ *   y[b, c, t] = bias[c] + sum_k weight[c, k] * snake_alpha(x[b, c, t - (6 - k) * dilation]),
+ *   with zero for positions before the row start (the conv's left padding of 6 * dilation);
+ *   out = y, or snake_out_alpha(y) when out_alpha != NULL (y kept in fp32, not rounded first).
+ *   x: as in voxcpm_snake; alpha, bias, out_alpha: [channels] (bias and out_alpha may be NULL;
+ *   out_alpha 0 makes its Snake exactly the identity); weight: [channels, 7] contiguous (the conv's
+ *   [channels, 1, 7]); out: [batch, channels, length] contiguous, not overlapping x.
+ *   1 <= dilation <= 1024.
  */
 VOXCPM_API int voxcpm_snake_depthwise_conv(const void* x, int64_t x_batch_stride,
                                            int64_t x_channel_stride, const void* alpha,
-                                           const void* weight, const void* bias, void* out,
-                                           int64_t batch, int64_t channels, int64_t length,
-                                           int dilation, int dtype, void* stream);
+                                           const void* weight, const void* bias,
+                                           const void* out_alpha, void* out, int64_t batch,
+                                           int64_t channels, int64_t length, int dilation,
+                                           int dtype, void* stream);
 
 /*
  * Per-row dynamic FP8 quantisation of a GEMM activation (the A operand of an FP8 GEMM with rowwise

@@ -236,19 +236,21 @@ class ResidualUnit(nn.Module):
         the unit's input in its first C channels and zeros after them (which stay zero). The extra
         channels ride through the depthwise conv (channel C leaves it as its bias, 1) and the
         second Snake (alpha 0: the identity), so the 1x1 GEMM takes its bias as one more input
-        channel and its epilogue adds the skip connection: no elementwise pass of its own."""
+        channel and its epilogue adds the skip connection: no elementwise pass of its own. With the
+        CUDA ops both Snakes and the depthwise conv are one kernel (the conv output goes into the
+        second Snake unrounded)."""
         weights = self.bias_channel
         if weights is None:
             raise RuntimeError("accumulate_ needs build_bias_channel() first (depthwise units only)")
         snake, conv, second_snake, _ = self.block
+        args = (buffer, weights.alpha, weights.depthwise_weight, weights.depthwise_bias, conv.dilation)
         if snake.use_op and library.kernel_ready(buffer):
-            y = ops.snake_depthwise_conv(buffer, weights.alpha, weights.depthwise_weight, weights.depthwise_bias,
-                                         conv.dilation)
+            if second_snake.use_op:
+                h = ops.snake_depthwise_conv(*args, out_alpha=weights.second_alpha)
+            else:
+                h = ops.snake_ref(ops.snake_depthwise_conv(*args), weights.second_alpha)
         else:
-            y = ops.snake_depthwise_conv_ref(buffer, weights.alpha, weights.depthwise_weight, weights.depthwise_bias,
-                                             conv.dilation)
-        h = ops.snake(y, weights.second_alpha) if second_snake.use_op and library.kernel_ready(y) else \
-            ops.snake_ref(y, weights.second_alpha)
+            h = ops.snake_depthwise_conv_ref(*args, out_alpha=weights.second_alpha)
         channels = weights.pointwise.shape[0]
         buffer[:, :channels].baddbmm_(weights.pointwise.expand(buffer.shape[0], -1, -1), h)
         return buffer
@@ -256,16 +258,19 @@ class ResidualUnit(nn.Module):
     def forward(self, x: torch.Tensor) -> torch.Tensor:
         snake, conv, second_snake, pointwise = self.block
         if snake.use_op and library.kernel_ready(x) and conv.groups == x.shape[1] and conv.kernel_size == 7:
-            # The first Snake, the causal padding and the depthwise conv as one kernel: the
-            # activation and its padded copy never reach memory.
-            y = ops.snake_depthwise_conv(x, snake.alpha, conv.effective_weight(), conv.bias, conv.dilation)
+            # The first Snake, the causal padding, the depthwise conv and (with its op on) the second
+            # Snake as one kernel: the activations and the padded copy never reach memory.
+            out_alpha = second_snake.alpha if second_snake.use_op else None
+            h = ops.snake_depthwise_conv(x, snake.alpha, conv.effective_weight(), conv.bias, conv.dilation, out_alpha)
+            if out_alpha is None:
+                h = second_snake(h)
         elif self.fast_path:
-            y = conv(snake(x))
+            h = second_snake(conv(snake(x)))
         else:
             return x + self.block(x)
         if self.fast_path:
-            return pointwise.add_pointwise(x, second_snake(y))
-        return x + pointwise(second_snake(y))
+            return pointwise.add_pointwise(x, h)
+        return x + pointwise(h)
 
 
 def residual_stack(dim: int, groups: int) -> list[nn.Module]:
