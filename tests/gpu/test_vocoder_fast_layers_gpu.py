@@ -3,16 +3,20 @@ contiguous 8-sample-aligned activations, unpadded causal convs, float32 cast in 
 host staging) on the full-size VoxCPM2 decoder (random weights, TF32 off): float32 equals the plain
 layers to the vocoder's float32 tolerance, graphed or eager and at 256 windows; bfloat16, with and
 without the fused CUDA ops, stays within the vocoder's bf16 bound of float32 audio; every residual
-unit runs in a contiguous, 16-byte-aligned buffer; returned chunks survive the next call."""
+unit runs in a contiguous, 16-byte-aligned buffer, with its second Snake fused into the depthwise conv
+kernel (no separate Snake pass); returned chunks survive the next call."""
 
 from __future__ import annotations
+
+import copy
 
 import numpy as np
 import pytest
 import torch
 
 from voxcpm_triton.audio.audio_vae import AudioVAE, build_audio_vae
-from voxcpm_triton.audio.vae_layers import CausalConv1d, ResidualUnit
+from voxcpm_triton import ops
+from voxcpm_triton.audio.vae_layers import BIAS_CHANNELS, CausalConv1d, ResidualUnit, Snake1d
 from voxcpm_triton.audio.vocoder import ALIGN_SAMPLES, WindowedVocoder
 from voxcpm_triton.checkpoint.make import config_dict, random_vae_state
 from voxcpm_triton.ops import library
@@ -112,6 +116,43 @@ def test_bfloat16_fast_layers_within_the_bf16_bound(gpu_vae: AudioVAE, custom_op
           + ", ".join(f"{k} {v[0]:.2e} {v[1]:.2e}" for k, v in errors.items()))
     relative_rms, max_abs = errors["fast"]
     assert relative_rms <= BF16_RELATIVE_RMS and max_abs <= BF16_MAX_ABS
+
+
+@pytest.mark.parametrize("dtype", (torch.float32, torch.bfloat16))
+def test_residual_unit_runs_its_second_snake_inside_the_conv_kernel(gpu_vae: AudioVAE, dtype: torch.dtype,
+                                                                    monkeypatch: pytest.MonkeyPatch) -> None:
+    if library.library() is None:
+        pytest.skip(f"kernels library not loaded ({library.library_status()})")
+    source = [m for m in gpu_vae.decoder.modules() if isinstance(m, ResidualUnit)][5]  # dilation 9
+    unit = copy.deepcopy(source).to(dtype)
+    reference = copy.deepcopy(unit).float()  # the same (rounded) weights through the PyTorch layers
+    for module in unit.modules():
+        if isinstance(module, Snake1d):
+            module.use_op = True
+    channels, length = unit.block[0].alpha.shape[1], 1200
+    generator = torch.Generator(device="cuda").manual_seed(9)
+    x = (0.5 * torch.randn(2, channels, length, generator=generator, device="cuda")).to(dtype)
+    with torch.inference_mode():
+        expected = reference(x.float())
+
+        def separate_snake(*args, **kwargs):
+            raise AssertionError("the residual unit ran a separate Snake pass")
+
+        monkeypatch.setattr(ops, "snake", separate_snake)
+        monkeypatch.setattr(ops, "snake_ref", separate_snake)
+        forward = unit(x)
+        unit.fast_path = True
+        unit.build_bias_channel()
+        buffer = torch.cat([x, x.new_zeros(2, BIAS_CHANNELS, length)], dim=1)
+        accumulated = unit.accumulate_(buffer)[:, :channels]
+    assert torch.equal(buffer[:, channels:], torch.zeros_like(buffer[:, channels:]))
+    for out in (forward, accumulated):
+        error = (out.float() - expected).abs()
+        if dtype == torch.float32:
+            assert error.max() <= 1e-4 * (1 + expected.abs().max()), f"max error {error.max().item():.3g}"
+        else:  # one bf16 rounding of the Snake output and of the unit's output: ~2^-8 relative each
+            relative_rms = error.pow(2).mean().sqrt() / expected.pow(2).mean().sqrt()
+            assert relative_rms <= BF16_RELATIVE_RMS, f"relative RMS {relative_rms.item():.3g}"
 
 
 def test_residual_units_run_in_aligned_contiguous_buffers(gpu_vae: AudioVAE) -> None:
