@@ -91,8 +91,8 @@ snake_depthwise_conv_kernel(const T* __restrict__ x, int64_t batch_stride, int64
 #pragma unroll
     for (int k = 0; k < kTaps; ++k) w[k] = to_float<T>(weight[c * kTaps + k]);
     const float b0 = bias != nullptr ? to_float<T>(bias[c]) : 0.f;
-    // Alpha 0 gives inverse_alpha 1e9 and sin^2(0) = 0: the second Snake is then exactly the
-    // identity, which the residual unit's bias channel relies on.
+    // Alpha 0 gives inverse_alpha 1e9 and sin^2(0) = 0: the second Snake then returns its input's
+    // value exactly (a -0 becomes +0), which the residual unit's bias channel relies on.
     const float out_a = OUT_SNAKE ? to_float<T>(out_alpha[c]) : 0.f;
     const float out_inv = OUT_SNAKE ? inverse_alpha(out_a) : 0.f;
     const float* taps = window + shift + threadIdx.x;  // output o, tap k: taps[o - threadIdx.x + k * dilation]
@@ -136,8 +136,8 @@ int launch(const void* x, int64_t batch_stride, int64_t channel_stride, const vo
     return launch_kernel(kernel, dim3(static_cast<unsigned>(blocks)), dim3(THREADS), shared, stream,
                          static_cast<const T*>(x), batch_stride, channel_stride, static_cast<const T*>(alpha),
                          static_cast<const T*>(weight), static_cast<const T*>(bias),
-                         static_cast<const T*>(out_alpha), static_cast<T*>(out), static_cast<uint32_t>(channels), length, static_cast<uint32_t>(tiles),
-                         dilation);
+                         static_cast<const T*>(out_alpha), static_cast<T*>(out), static_cast<uint32_t>(channels),
+                         length, static_cast<uint32_t>(tiles), dilation);
 }
 
 }  // namespace

@@ -74,7 +74,8 @@ def snake_depthwise_conv(x: torch.Tensor, alpha: torch.Tensor, weight: torch.Ten
     when out_alpha is given: x [B, C, T] (last dimension contiguous), alpha and out_alpha [C] or
     [1, C, 1], weight [C, 1, 7], bias [C] or None, all of x's dtype and device; returns a contiguous
     [B, C, T]. An out_alpha of 0 leaves its channel's conv output as it is (Snake is then the
-    identity)."""
+    identity; the op takes 1 / (alpha + 1e-9) in fp32, whereas the fp16 reference rounds 1e-9 to 0
+    and gives NaN there)."""
     lib.require(x.dim() == 3 and x.is_floating_point(),
                 f"x must be a floating [B, C, T] tensor, got {x.dtype} of shape {tuple(x.shape)}")
     channels, length = x.shape[1], x.shape[2]
