@@ -16,17 +16,20 @@ import torch
 from voxcpm_triton.ops import library as lib
 from voxcpm_triton.ops.rope_kv_write import as_int32_index
 
-# Measured on the H200 (perf/sweep_decode_attention.py, 300 cached keys, run 6 in perf/RESULTS.md):
-# past 16 splits a stream gains nothing (each split keeps >= 32 keys) and the combine grows, so the
-# default stops there: 1 stream 13.2 -> 9.8 us per call.
-DEFAULT_MAX_SPLITS = 16
+# Measured on the H200 with the tensor-core kernel (perf/sweep_decode_attention.py, 300 cached keys,
+# run 9 in perf/RESULTS.md): 8 splits are the best at 1-4 streams (4.8 against 5.8 us unsplit), more
+# only add combine work.
+DEFAULT_MAX_SPLITS = 8
 # Blocks resident per multiprocessor at head_dim 128 (build with VOXCPM_PTXAS_VERBOSE=1): the
 # tensor-core kernel uses 252 registers x 128 threads, the CUDA-core one 187 x 128, so two.
 BLOCKS_PER_SM = 2
-# A block's fixed cost (its first memory round trip, the merge of its warps, the combine) relative
-# to one block streaming a whole 300-key stream, which takes each warp ~5 round trips: a guess that
-# perf/sweep_decode_attention.py checks (it prints the measured best split count beside the default).
-BLOCK_FIXED_COST = 0.25
+# A block's fixed cost (its first memory round trip, the merge of its warps) and the combine kernel's,
+# relative to one block streaming a whole 300-key stream. Fitted to run 9's sweep, where one split
+# was the best or within 0.6 us of it from 16 streams on (the first guess, 0.25 and no combine term,
+# split 64 streams in two: 11.2 against 10.4 us); perf/sweep_decode_attention.py prints the measured
+# best split count beside the default.
+BLOCK_FIXED_COST = 1.0
+COMBINE_COST = 0.5
 
 
 def decode_attention_ref(q: torch.Tensor, k_cache: torch.Tensor, v_cache: torch.Tensor, slot_ids: torch.Tensor,
@@ -60,13 +63,14 @@ def default_num_splits(batch: int, q_heads: int, kv_heads: int, device_index: in
 
 
 def splits_for_waves(blocks_per_split: int, resident_blocks: int) -> int:
-    """The split count s in 1..16 with the least modelled time waves(s) * (1 / s + BLOCK_FIXED_COST):
-    the grid runs in waves(s) = ceil(s * blocks_per_split / resident_blocks) rounds of resident
-    blocks, each costing its 1/s share of a stream's keys plus the fixed part. Small batches take
-    many splits; large ones as few as keep the last wave well filled; ties go to fewer splits."""
+    """The split count s in 1..DEFAULT_MAX_SPLITS with the least modelled time waves(s) * (1 / s +
+    BLOCK_FIXED_COST) + COMBINE_COST when s > 1: the grid runs in waves(s) = ceil(s * blocks_per_split
+    / resident_blocks) rounds of resident blocks, each costing its 1/s share of a stream's keys plus
+    the fixed part. Small batches take many splits, batches that fill half the GPU or more one;
+    ties go to fewer splits."""
     def cost(s: int) -> tuple[float, int]:
         waves = math.ceil(s * max(blocks_per_split, 1) / resident_blocks)
-        return waves * (1.0 / s + BLOCK_FIXED_COST), s
+        return waves * (1.0 / s + BLOCK_FIXED_COST) + (COMBINE_COST if s > 1 else 0.0), s
     return min(range(1, DEFAULT_MAX_SPLITS + 1), key=cost)
 
 
