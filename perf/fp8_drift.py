@@ -10,7 +10,7 @@ small difference can move a value to the next level).
 Per step: max |fp8 - bf16|, that over max |bf16|, and the RMS difference over the RMS of the bf16
 patches.
 
-Usage: python perf/fp8_drift.py --out DIR [--batches 64,256] [--steps 4] [--min-rows 256]
+Usage: python perf/fp8_drift.py --out DIR [--batches 64,256] [--steps 4] [--min-rows 1024]
 Writes DIR/fp8_drift.json and DIR/fp8_drift.md.
 """
 
@@ -64,7 +64,7 @@ def main() -> int:
     parser.add_argument("--out", type=Path, required=True)
     parser.add_argument("--batches", default="64,256")
     parser.add_argument("--steps", type=int, default=4)
-    parser.add_argument("--min-rows", type=int, default=256, help="VOXCPM_FP8_MIN_ROWS of the fp8 run")
+    parser.add_argument("--min-rows", type=int, default=1024, help="VOXCPM_FP8_MIN_ROWS of the fp8 run")
     parser.add_argument("--context", type=int, default=300)
     parser.add_argument("--max-context", type=int, default=1024)
     parser.add_argument("--timesteps", type=int, default=10)

@@ -20,8 +20,8 @@ from voxcpm_triton.model.voxcpm import VoxCPMModel
 class Engine:
     def __init__(self, model: VoxCPMModel, max_slots: int, max_context: int, device: torch.device | str,
                  window_patches: int, max_prefill_tokens: int | None = None, cuda_graphs: bool | None = None,
-                 custom_ops: bool | None = None, compile_layers: bool | None = None):
-        """cuda_graphs / custom_ops / compile_layers (CUDA only; None: from the environment, see
+                 custom_ops: bool | None = None, compile_layers: bool | None = None, fp8: bool | None = None):
+        """cuda_graphs / custom_ops / compile_layers / fp8 (CUDA only; None: from the environment, see
         ModelRunner) choose how the decode step runs; the CUDA graphs for the default timesteps
         are captured here, for every batch bucket up to max_slots."""
         device = torch.device(device)
@@ -35,7 +35,7 @@ class Engine:
         self.max_context = max_context
         self.scheduler = Scheduler(max_slots, max_context, window_patches, max_prefill_tokens)
         self.runner = ModelRunner(model.eval(), max_slots, max_context, device, cuda_graphs=cuda_graphs,
-                                  custom_ops=custom_ops, compile_layers_=compile_layers)
+                                  custom_ops=custom_ops, compile_layers_=compile_layers, fp8=fp8)
         self._lock = threading.Lock()
         self._step_lock = threading.Lock()
 

@@ -46,9 +46,9 @@ class ModelRunner:
     def __init__(self, model: VoxCPMModel, max_slots: int, max_context: int, device: torch.device,
                  cuda_graphs: bool | None = None, custom_ops: bool | None = None,
                  compile_layers_: bool | None = None, warm_up_graphs: bool = True,
-                 fixed_shape: bool | None = None, kernel_attention: bool | None = None):
-        """cuda_graphs / custom_ops / compile_layers_: None reads VOXCPM_CUDA_GRAPHS,
-        VOXCPM_CUSTOM_OPS, VOXCPM_COMPILE. fixed_shape (default: on CUDA) picks the fixed-shape
+                 fixed_shape: bool | None = None, kernel_attention: bool | None = None, fp8: bool | None = None):
+        """cuda_graphs / custom_ops / compile_layers_ / fp8: None reads VOXCPM_CUDA_GRAPHS,
+        VOXCPM_CUSTOM_OPS, VOXCPM_COMPILE, VOXCPM_FP8. fixed_shape (default: on CUDA) picks the fixed-shape
         step; kernel_attention (default: when the kernels library can serve these head sizes)
         its attention through the ops. Tests force both on the CPU, where the ops run their
         references, to check the fixed-shape step against the reference path."""
@@ -74,16 +74,18 @@ class ModelRunner:
         self.fixed_shape = device.type == "cuda" if fixed_shape is None else fixed_shape
         self.graphs: StepGraphs | None = None
         if self.fixed_shape:
-            self._setup_fixed(max_slots, cuda_graphs, custom_ops, compile_layers_, warm_up_graphs, kernel_attention)
+            self._setup_fixed(max_slots, cuda_graphs, custom_ops, compile_layers_, warm_up_graphs, kernel_attention,
+                              fp8)
 
     def _setup_fixed(self, max_slots: int, cuda_graphs: bool | None, custom_ops: bool | None,
-                     compile_layers_: bool | None, warm_up_graphs: bool, kernel_attention: bool | None) -> None:
+                     compile_layers_: bool | None, warm_up_graphs: bool, kernel_attention: bool | None,
+                     fp8: bool | None) -> None:
         config = self.model.config
         on_cuda = self.device.type == "cuda"
         self.custom_ops = custom_ops_requested() if custom_ops is None else custom_ops
         enable_custom_ops(self.model, self.custom_ops)
         # Opt-in FP8 LocDiT GEMMs at large batches (VOXCPM_FP8=1); off, the step is the bf16 one.
-        self.fp8 = self.custom_ops and fp8_requested()
+        self.fp8 = self.custom_ops and (fp8_requested() if fp8 is None else fp8)
         enable_fp8(self.model, self.fp8, fp8_min_rows())
         if on_cuda and (compile_requested() if compile_layers_ is None else compile_layers_):
             compile_layers(self.model)

@@ -7,7 +7,7 @@ one GEMM instead of two or three), and makes the stacks use add_rmsnorm /
 rmsnorm, the swiglu, fsq and cfg_euler_step ops. `compile_layers` puts each decoder layer's
 forward under torch.compile (inductor). `enable_fp8` gives the LocDiT's GEMMs FP8 copies of their
 weights for large batches (opt-in precision mode). Environment: VOXCPM_CUSTOM_OPS=0, VOXCPM_COMPILE=1,
-VOXCPM_FP8=1 (VOXCPM_FP8_MIN_ROWS, default 256).
+VOXCPM_FP8=1 (VOXCPM_FP8_MIN_ROWS, default 1024).
 """
 
 from __future__ import annotations
@@ -24,7 +24,9 @@ from voxcpm_triton.ops.fp8_linear import Fp8Weight, quantizable, quantize_weight
 
 # Activation rows from which the LocDiT's GEMMs take FP8: below this they stream their weights more
 # than they compute (skinny_gemm or bf16 cuBLAS serve them); the LocDiT has ~22 rows per stream.
-FP8_MIN_ROWS = 256
+# Measured on the H200 (perf/RESULTS.md run 9): at 352 LocDiT rows (16 streams) the FP8 step was
+# slower than bf16 (12.7 against 8.9 ms), at 1408 (64 streams) faster (15.2 against 16.1 ms).
+FP8_MIN_ROWS = 1024
 
 
 def custom_ops_requested() -> bool:
