@@ -71,6 +71,7 @@ class TritonPythonModel:
             ),
             device=device,
             window_patches=window_patches,
+            fp8=model_settings.int_parameter(parameters, "fp8_locdit", 0, 0, 1) == 1,
         )
         warm_up_engine(engine)
         family = pb_utils.MetricFamily(
