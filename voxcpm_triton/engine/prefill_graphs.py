@@ -22,7 +22,9 @@ import torch
 
 from voxcpm_triton.engine.graph_cache import GraphCache
 
-MAX_ROWS = int(os.environ.get("VOXCPM_PREFILL_GRAPH_ROWS", "4"))
+# 16 rather than 4: a burst of 64 zero-shot arrivals prefilled in 26.0 against 48.3 ms on the H200
+# (perf/admission_latency.py, RESULTS.md run 9), for a few graphs more at start.
+MAX_ROWS = int(os.environ.get("VOXCPM_PREFILL_GRAPH_ROWS", "16"))
 if not 1 <= MAX_ROWS <= 256:
     raise ValueError(f"VOXCPM_PREFILL_GRAPH_ROWS={MAX_ROWS}; allowed: 1..256")
 LENGTHS = (32, 64, 128, 256, 512)
