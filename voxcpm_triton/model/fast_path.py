@@ -87,16 +87,16 @@ def _fp8_copy(linears: list[torch.nn.Linear], min_rows: int) -> Fp8Weight | None
 
 
 def enable_fp8(model: torch.nn.Module, enabled: bool, min_rows: int = FP8_MIN_ROWS) -> int:
-    """Give (enabled) or take away the FP8 weight copies of every LocDiT layer's qkv, o_proj,
-    gate_up and down_proj GEMMs; returns the bytes the copies hold. With them, a GEMM whose
-    activation has >= min_rows rows runs on FP8 tensor cores (compute capability >= 8.9, bf16
-    activations; the reference on the CPU), the rest stay as they were. Only the custom-ops path
+    """Give (enabled) or take away the FP8 weight copies of every LocDiT layer's qkv, gate_up and
+    down_proj GEMMs (o_proj stays bf16: see Attention.fp8_qkv); returns the bytes the copies hold.
+    With them, a GEMM whose activation has >= min_rows rows runs on FP8 tensor cores (compute
+    capability >= 8.9, bf16 activations; the reference on the CPU), the rest stay as they were. Only the custom-ops path
     (enable_custom_ops) routes through them. Call on the model's final device."""
     held = 0
     for dit in (module for module in model.modules() if isinstance(module, LocalDiT)):
         for module in dit.decoder.modules():
             if isinstance(module, Attention):
-                groups = {"fp8_qkv": [module.q_proj, module.k_proj, module.v_proj], "fp8_out": [module.o_proj]}
+                groups = {"fp8_qkv": [module.q_proj, module.k_proj, module.v_proj]}
             elif isinstance(module, MLP):
                 groups = {"fp8_gate_up": [module.gate_proj, module.up_proj], "fp8_down": [module.down_proj]}
             else:
