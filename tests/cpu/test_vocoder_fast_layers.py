@@ -9,6 +9,7 @@ import numpy as np
 import pytest
 import torch
 
+from tests.cpu.tiny_vae import VAES, tiny_vae
 from voxcpm_triton.audio.audio_vae import build_audio_vae
 from voxcpm_triton.audio.vae_layers import (
     BIAS_CHANNELS,
@@ -22,26 +23,6 @@ from voxcpm_triton.audio.vocoder import ALIGN_SAMPLES, WindowedVocoder, fast_lay
 from voxcpm_triton.checkpoint.make import config_dict
 
 TOLERANCE = 1e-5
-
-VAES = {
-    "v2": ("voxcpm2", dict(encoder_dim=4, encoder_rates=[2, 5], latent_dim=8, decoder_dim=32,
-                           decoder_rates=[5, 2, 3], sr_bin_boundaries=[20000, 30000, 40000]), 4),
-    "v1": ("voxcpm", dict(encoder_dim=4, encoder_rates=[2, 5], latent_dim=8, decoder_dim=16,
-                          decoder_rates=[5, 2], depthwise=False), 2),
-}
-
-
-def _vae(name: str):
-    architecture, cfg, patch_size = VAES[name]
-    torch.manual_seed(0)
-    vae = build_audio_vae(cfg, architecture)
-    with torch.no_grad():
-        for param_name, param in vae.named_parameters():
-            if param_name.endswith("weight_g"):
-                param.mul_(0.5)  # keeps activations off the tanh's saturation, as in test_vocoder
-            if param_name.endswith("bias") or "embed" in param_name:
-                param.normal_(0, 0.1)  # nonzero biases and conditions, so folding them is exercised
-    return vae.fold_weight_norm().eval(), patch_size
 
 
 def _randomize(module: torch.nn.Module) -> torch.nn.Module:
@@ -143,7 +124,7 @@ def test_fast_decoder_block_equals_plain(groups: int) -> None:
 
 @pytest.mark.parametrize("name", sorted(VAES))
 def test_fast_windowed_decode_equals_plain(name: str) -> None:
-    vae, patch_size = _vae(name)
+    vae, patch_size = tiny_vae(name, random_biases=True)
     plain = WindowedVocoder(vae, patch_size, trim=True)
     fast = WindowedVocoder(vae, patch_size, trim=True, fast_layers=True)
     assert not plain.fast_layers and fast.decoder is not vae.decoder
@@ -161,7 +142,7 @@ def test_fast_windowed_decode_equals_plain(name: str) -> None:
 def test_bfloat16_fast_layers_stay_close_to_float32() -> None:
     # The GPU tier checks the real shapes against the vocoder's bf16 bound; this pins the CPU run of
     # the same layers (bias channel, GEMM final conv) to it: measured 0.44% relative RMS at full size.
-    vae, patch_size = _vae("v2")
+    vae, patch_size = tiny_vae("v2", random_biases=True)
     reference = WindowedVocoder(vae, patch_size, trim=True)
     fast = WindowedVocoder(vae, patch_size, dtype=torch.bfloat16, trim=True, fast_layers=True)
     rng = np.random.default_rng(6)
@@ -192,7 +173,7 @@ def test_released_shapes_feed_aligned_contiguous_activations() -> None:
 
 def test_fast_layers_default_off_on_the_cpu(monkeypatch: pytest.MonkeyPatch) -> None:
     # The CPU path (parity with the official package) never takes the fast branches.
-    vae, patch_size = _vae("v2")
+    vae, patch_size = tiny_vae("v2", random_biases=True)
     vocoder = WindowedVocoder(vae, patch_size)
     assert not vocoder.fast_layers and vocoder.decoder is vae.decoder
     assert not any(getattr(m, "fast_path", False) for m in vae.modules())
