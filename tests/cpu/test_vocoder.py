@@ -7,30 +7,14 @@ import numpy as np
 import pytest
 import torch
 
-from voxcpm_triton.audio.audio_vae import build_audio_vae
+from tests.cpu.tiny_vae import VAES, tiny_vae
 from voxcpm_triton.audio.vocoder import WindowedVocoder
 
 TOLERANCE = 1e-5
 
-VAES = {
-    "v2": ("voxcpm2", dict(encoder_dim=4, encoder_rates=[2, 5], latent_dim=8, decoder_dim=32,
-                           decoder_rates=[5, 2, 3], sr_bin_boundaries=[20000, 30000, 40000]), 4),
-    "v1": ("voxcpm", dict(encoder_dim=4, encoder_rates=[2, 5], latent_dim=8, decoder_dim=16,
-                          decoder_rates=[5, 2], depthwise=False), 2),
-}
-
 
 def _vocoder(name: str) -> WindowedVocoder:
-    architecture, cfg, patch_size = VAES[name]
-    torch.manual_seed(0)
-    vae = build_audio_vae(cfg, architecture)
-    with torch.no_grad():
-        for param_name, param in vae.named_parameters():
-            if param_name.endswith("weight_g"):
-                # Default init grows activations to ~100 and saturates the tanh; smaller gains keep
-                # them at speech-like levels, where fp32 rounding stays well under the tolerance.
-                param.mul_(0.5)
-    return WindowedVocoder(vae.fold_weight_norm().eval(), patch_size)
+    return WindowedVocoder(*tiny_vae(name))
 
 
 def _offline(vocoder: WindowedVocoder, patches: np.ndarray) -> np.ndarray:

@@ -25,7 +25,9 @@ def tiny_vae(name: str, random_biases: bool = False) -> tuple[AudioVAE, int]:
     with torch.no_grad():
         for param_name, param in vae.named_parameters():
             if param_name.endswith("weight_g"):
-                param.mul_(0.5)  # keeps activations off the tanh's saturation, as in test_vocoder
+                # Default init grows activations to ~100 and saturates the tanh; smaller gains keep
+                # them at speech-like levels, where fp32 rounding stays well under the tolerances.
+                param.mul_(0.5)
             if random_biases and (param_name.endswith("bias") or "embed" in param_name):
                 param.normal_(0, 0.1)
     return vae.fold_weight_norm().eval(), patch_size
