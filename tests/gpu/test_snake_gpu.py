@@ -6,15 +6,16 @@ offline decode, and in bf16 within the vocoder's bf16 bound of float32 (graphed,
 
 from __future__ import annotations
 
+import copy
+
 import numpy as np
 import pytest
 import torch
 
 from voxcpm_triton import ops
-from voxcpm_triton.audio.audio_vae import AudioVAE, build_audio_vae
+from voxcpm_triton.audio.audio_vae import AudioVAE
 from voxcpm_triton.audio.vae_layers import Snake1d
 from voxcpm_triton.audio.vocoder import WindowedVocoder
-from voxcpm_triton.checkpoint.make import config_dict, random_vae_state
 from voxcpm_triton.ops import library
 
 pytestmark = [
@@ -130,11 +131,8 @@ def test_captured_in_a_cuda_graph_and_replayed_on_new_data():
 
 
 @pytest.fixture(scope="module")
-def gpu_vae() -> AudioVAE:
-    config = config_dict("voxcpm2", "full")
-    vae = build_audio_vae(config["audio_vae_config"], "voxcpm2")
-    vae.load_state_dict(random_vae_state(config, seed=0))
-    return vae.fold_weight_norm().eval().cuda()
+def gpu_vae(full_size_vae: AudioVAE) -> AudioVAE:
+    return copy.deepcopy(full_size_vae).cuda()
 
 
 def _windows(count: int, window_patches: int, seed: int) -> tuple[np.ndarray, list[np.ndarray]]:

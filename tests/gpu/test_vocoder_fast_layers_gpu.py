@@ -14,11 +14,10 @@ import numpy as np
 import pytest
 import torch
 
-from voxcpm_triton.audio.audio_vae import AudioVAE, build_audio_vae
+from voxcpm_triton.audio.audio_vae import AudioVAE
 from voxcpm_triton import ops
 from voxcpm_triton.audio.vae_layers import BIAS_CHANNELS, CausalConv1d, ResidualUnit, Snake1d
 from voxcpm_triton.audio.vocoder import ALIGN_SAMPLES, WindowedVocoder
-from voxcpm_triton.checkpoint.make import config_dict, random_vae_state
 from voxcpm_triton.ops import library
 
 pytestmark = [
@@ -35,11 +34,8 @@ PATCH_SIZE = 4
 
 
 @pytest.fixture(scope="module")
-def gpu_vae() -> AudioVAE:
-    config = config_dict("voxcpm2", "full")
-    vae = build_audio_vae(config["audio_vae_config"], "voxcpm2")
-    vae.load_state_dict(random_vae_state(config, seed=0))
-    return vae.fold_weight_norm().eval().cuda()
+def gpu_vae(full_size_vae: AudioVAE) -> AudioVAE:
+    return copy.deepcopy(full_size_vae).cuda()
 
 
 def _stream_windows(count: int, window_patches: int, seed: int) -> list[np.ndarray]:

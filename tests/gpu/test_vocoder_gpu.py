@@ -12,9 +12,8 @@ import numpy as np
 import pytest
 import torch
 
-from voxcpm_triton.audio.audio_vae import AudioVAE, build_audio_vae
+from voxcpm_triton.audio.audio_vae import AudioVAE
 from voxcpm_triton.audio.vocoder import WindowedVocoder
-from voxcpm_triton.checkpoint.make import config_dict, random_vae_state
 
 pytestmark = [
     pytest.mark.gpu,
@@ -32,16 +31,8 @@ PATCH_SIZE = 4
 
 
 @pytest.fixture(scope="module")
-def cpu_vae() -> AudioVAE:
-    config = config_dict("voxcpm2", "full")
-    vae = build_audio_vae(config["audio_vae_config"], "voxcpm2")
-    vae.load_state_dict(random_vae_state(config, seed=0))
-    return vae.fold_weight_norm().eval()
-
-
-@pytest.fixture(scope="module")
-def gpu_vocoder(cpu_vae: AudioVAE) -> WindowedVocoder:
-    return WindowedVocoder(copy.deepcopy(cpu_vae).cuda(), PATCH_SIZE, dtype=torch.float32)
+def gpu_vocoder(full_size_vae: AudioVAE) -> WindowedVocoder:
+    return WindowedVocoder(copy.deepcopy(full_size_vae).cuda(), PATCH_SIZE, dtype=torch.float32)
 
 
 @pytest.fixture(scope="module")
@@ -101,10 +92,10 @@ def test_graphed_decode_equals_eager(gpu_vocoder: WindowedVocoder) -> None:
         assert np.abs(a - b).max() <= TOLERANCE
 
 
-def test_gpu_decode_matches_cpu(cpu_vae: AudioVAE, gpu_vocoder: WindowedVocoder) -> None:
+def test_gpu_decode_matches_cpu(full_size_vae: AudioVAE, gpu_vocoder: WindowedVocoder) -> None:
     latents = _latents(_patches(6, seed=2))
     with torch.inference_mode():
-        on_cpu = cpu_vae.decode(latents)
+        on_cpu = full_size_vae.decode(latents)
         on_gpu = gpu_vocoder.audio_vae.decode(latents.cuda()).cpu()
     assert (on_cpu - on_gpu).abs().max().item() <= TOLERANCE
 
