@@ -351,10 +351,7 @@ __device__ __forceinline__ void attend_step(WarpState<D, NH>& st, const StepRegs
             const float p0 = exp2f(x[t][0] - m_new);
             const float p1 = exp2f(x[t][1] - m_new);
             sum += p0 + p1;
-            const float h0 = round_to<T>(p0);
-            const float h1 = round_to<T>(p1);
-            p_hi[nh][t] = Mma<T>::pack(h0, h1);
-            p_lo[nh][t] = Mma<T>::pack(p0 - h0, p1 - h1);
+            split_pair<T>(p0, p1, p_hi[nh][t], p_lo[nh][t]);
         }
         st.l[nh] = st.l[nh] * alpha[nh] + sum;
     }

@@ -1,10 +1,13 @@
 // The tensor-core instruction the bf16/fp16 kernels share: mma.sync m16n8k16 with fp32
-// accumulators, and packing two floats into one 16-bit pair register.
+// accumulators, packing two floats into one 16-bit pair register, and the hi + lo split that
+// carries fp32 probabilities into it.
 #pragma once
 
 #include <cuda_bf16.h>
 #include <cuda_fp16.h>
 #include <stdint.h>
+
+#include "common.cuh"
 
 namespace voxcpm {
 
@@ -43,5 +46,15 @@ template <> struct Mma<__half> {
 #endif
     }
 };
+
+// Probabilities (p0, p1) as the 16-bit pair hi plus the pair lo = what hi leaves out: two mma
+// passes with them keep ~16 mantissa bits of each probability instead of 8 (bf16).
+template <typename T>
+__device__ __forceinline__ void split_pair(float p0, float p1, uint32_t& hi, uint32_t& lo) {
+    const float h0 = round_to<T>(p0);
+    const float h1 = round_to<T>(p1);
+    hi = Mma<T>::pack(h0, h1);
+    lo = Mma<T>::pack(p0 - h0, p1 - h1);
+}
 
 }  // namespace voxcpm

@@ -302,15 +302,6 @@ __device__ __forceinline__ void wait_async_copies() {
 #endif
 }
 
-// Probabilities (p0, p1) as the 16-bit pair hi plus the pair lo = what hi leaves out.
-template <typename T>
-__device__ __forceinline__ void split_pair(float p0, float p1, uint32_t& hi, uint32_t& lo) {
-    const float h0 = round_to<T>(p0);
-    const float h1 = round_to<T>(p1);
-    hi = Mma<T>::pack(h0, h1);
-    lo = Mma<T>::pack(p0 - h0, p1 - h1);
-}
-
 // Thread layouts (PTX ISA, mma.m16n8k16): with g = lane / 4 and q = lane % 4, accumulator tile
 // element (row, col) sits in c[0..1] at (g, 2q..2q+1) and c[2..3] at (g + 8, 2q..2q+1); the A
 // fragment of a 16x16 tile is a[0]: (g, 2q..), a[1]: (g + 8, 2q..), a[2]: (g, 2q + 8..), a[3]:
