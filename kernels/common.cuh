@@ -56,6 +56,11 @@ __device__ __forceinline__ void store_vec(T* p, const float (&in)[VEC]) {
     *reinterpret_cast<Vec<T, VEC>*>(p) = tmp;
 }
 
+// silu as PyTorch computes it (x / (1 + exp(-x)) in fp32, accurate expf), so rounding to the
+// element type lands on the same value; every SwiGLU path (swiglu, skinny_gemm's epilogue,
+// quantize_fp8's) uses this one so they agree bit for bit.
+__device__ __forceinline__ float silu(float v) { return v / (1.f + expf(-v)); }
+
 __device__ __forceinline__ float warp_sum(float v) {
 #pragma unroll
     for (int offset = 16; offset > 0; offset >>= 1) v += __shfl_xor_sync(0xffffffffu, v, offset);

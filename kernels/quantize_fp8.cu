@@ -10,10 +10,6 @@ namespace {
 constexpr float kE4m3Max = 448.f;
 constexpr int kMaxK = 16384;
 
-// silu as swiglu.cu computes it (x / (1 + exp(-x)) in fp32, accurate expf), so the SwiGLU activation
-// quantised here is the one the swiglu op would have written.
-__device__ __forceinline__ float silu(float v) { return v / (1.f + expf(-v)); }
-
 __device__ __forceinline__ float block_max(float v, float* scratch) {
     const int lane = threadIdx.x & 31;
     const int warp = threadIdx.x >> 5;

@@ -44,8 +44,6 @@ __device__ __forceinline__ uint4 load_stream(const void* p) {
     return v;
 }
 
-__device__ __forceinline__ float silu(float v) { return v / (1.f + expf(-v)); }
-
 // Fragment value index v = ((tile * MT + ntile) * 4 + reg) * 32 + lane, the layout partial sums
 // keep in shared memory and in the split workspace.
 template <int MT> struct Frag {

@@ -4,10 +4,6 @@
 namespace voxcpm {
 namespace {
 
-// silu as PyTorch computes it (x / (1 + exp(-x)) in fp32, accurate expf), so rounding to the
-// element type lands on the same value.
-__device__ __forceinline__ float silu(float v) { return v / (1.f + expf(-v)); }
-
 template <typename T, int VEC>
 __global__ void swiglu_kernel(const T* __restrict__ gate_up, T* __restrict__ out, int64_t rows,
                               int64_t inter) {
