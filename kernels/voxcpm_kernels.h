@@ -21,7 +21,7 @@ extern "C" {
 #define VOXCPM_API __attribute__((visibility("default")))
 
 /* Bumped whenever a signature below changes; the Python loader refuses a mismatched library. */
-#define VOXCPM_KERNELS_ABI_VERSION 4
+#define VOXCPM_KERNELS_ABI_VERSION 3
 
 enum voxcpm_dtype { VOXCPM_FLOAT32 = 0, VOXCPM_FLOAT16 = 1, VOXCPM_BFLOAT16 = 2 };
 
@@ -205,17 +205,6 @@ VOXCPM_API int voxcpm_snake_depthwise_conv(const void* x, int64_t x_batch_stride
  */
 VOXCPM_API int voxcpm_quantize_fp8(const void* x, void* out, float* scale, int64_t rows, int64_t k,
                                    int activation, int dtype, void* stream);
-
-/*
- * L2 prefetch hint: asks the GPU to bring up to four byte ranges of device memory (typically the
- * weights of the GEMMs about to run) into its L2 cache, and returns; the ranges are neither read
- * into registers nor written, and nothing waits for the prefetches to land. A range with 0 bytes is
- * skipped; a non-empty range needs a 16-byte aligned pointer. Compute capability 9 uses bulk
- * prefetches (a ragged tail below 16 bytes is not prefetched), older GPUs per-line prefetches.
- */
-VOXCPM_API int voxcpm_prefetch_l2(const void* ptr0, int64_t bytes0, const void* ptr1, int64_t bytes1,
-                                  const void* ptr2, int64_t bytes2, const void* ptr3, int64_t bytes3,
-                                  void* stream);
 
 #ifdef __cplusplus
 }

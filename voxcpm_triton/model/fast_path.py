@@ -7,8 +7,7 @@ one GEMM instead of two or three), and makes the stacks use add_rmsnorm /
 rmsnorm, the swiglu, fsq and cfg_euler_step ops. `compile_layers` puts each decoder layer's
 forward under torch.compile (inductor). `enable_fp8` gives the LocDiT's GEMMs FP8 copies of their
 weights for large batches (opt-in precision mode). Environment: VOXCPM_CUSTOM_OPS=0, VOXCPM_COMPILE=1,
-VOXCPM_FP8=1 (VOXCPM_FP8_MIN_ROWS, default 1024), VOXCPM_PREFETCH_ROWS / VOXCPM_PREFETCH_MB
-(the L2 weight prefetch; 0 rows turns it off).
+VOXCPM_FP8=1 (VOXCPM_FP8_MIN_ROWS, default 1024).
 """
 
 from __future__ import annotations
@@ -28,30 +27,6 @@ from voxcpm_triton.ops.fp8_linear import Fp8Weight, quantizable, quantize_weight
 # Measured on the H200 (perf/RESULTS.md run 9): at 352 LocDiT rows (16 streams) the FP8 step was
 # slower than bf16 (12.7 against 8.9 ms), at 1408 (64 streams) faster (15.2 against 16.1 ms).
 FP8_MIN_ROWS = 1024
-
-
-# Weight prefetch into L2 (ops.prefetch_l2) ahead of each decoder layer whose GEMMs have at most
-# this many activation rows, capped at PREFETCH_MB per layer: a LocDiT / LocEnc layer (35 MB) whole,
-# an LM layer's (94 MB) attention weights and the start of its MLP's, so an L2 of 50 MB (H200)
-# holds them next to what the running layer still reads.
-PREFETCH_ROWS = 64
-PREFETCH_MB = 40
-
-
-def _env_int(name: str, default: int) -> int:
-    value = os.environ.get(name, str(default))
-    if not value.isdigit():
-        raise ValueError(f"{name} must be an integer >= 0, got {value!r}")
-    return int(value)
-
-
-def prefetch_rows() -> int:
-    """VOXCPM_PREFETCH_ROWS (default PREFETCH_ROWS); 0 turns the prefetch off."""
-    return _env_int("VOXCPM_PREFETCH_ROWS", PREFETCH_ROWS)
-
-
-def prefetch_bytes() -> int:
-    return _env_int("VOXCPM_PREFETCH_MB", PREFETCH_MB) << 20
 
 
 def custom_ops_requested() -> bool:
@@ -96,8 +71,6 @@ def enable_custom_ops(model: torch.nn.Module, enabled: bool) -> None:
     for module in model.modules():
         if isinstance(module, MiniCPMModel):
             module.fused_norms = enabled
-            module.prefetch_rows = prefetch_rows() if enabled else 0
-            module.prefetch_bytes = prefetch_bytes()
         elif isinstance(module, MLP):  # disabling keeps the views: they are valid parameters
             module.gate_up_weight = fuse_weights(module, [module.gate_proj, module.up_proj]) if enabled else None
         elif isinstance(module, Attention):

@@ -263,14 +263,6 @@ class MLP(nn.Module):
         return self.down_proj(F.silu(self.gate_proj(x)) * self.up_proj(x))
 
 
-@dataclass
-class WeightPrefetch:
-    """A layer whose weights are to be prefetched into L2 (first max_bytes of them)."""
-
-    layer: DecoderLayer
-    max_bytes: int
-
-
 class DecoderLayer(nn.Module):
     def __init__(self, config: LMConfig):
         super().__init__()
@@ -298,37 +290,23 @@ class DecoderLayer(nn.Module):
         x = self._add(x, self.self_attn.decode(self.input_layernorm(x), rope, k_cache, v_cache, where))
         return self._add(x, self.mlp(self.post_attention_layernorm(x)))
 
-    def prefetch_weights(self, max_bytes: int) -> None:
-        """Bring the first max_bytes of this layer's fused weights, in the order its GEMMs read
-        them, into L2 (custom-ops path only: the fused weights must exist)."""
-        attention, mlp = self.self_attn, self.mlp
-        ops.prefetch_l2([attention.qkv_weight, attention.o_proj.weight, mlp.gate_up_weight, mlp.down_proj.weight],
-                        max_bytes)
-
-    def _fused_tail(self, x: torch.Tensor, attn: torch.Tensor, next_norm: RMSNorm,
-                    prefetch: WeightPrefetch | None = None) -> torch.Tensor:
-        """Residual adds folded into add_rmsnorm (x updated in place); returns next_norm(x).
-        `prefetch`: the next layer, whose weights start moving into L2 before that last norm."""
+    def _fused_tail(self, x: torch.Tensor, attn: torch.Tensor, next_norm: RMSNorm) -> torch.Tensor:
+        """Residual adds folded into add_rmsnorm (x updated in place); returns next_norm(x)."""
         eps = self.post_attention_layernorm.eps
         h = ops.add_rmsnorm(x, attn, self.post_attention_layernorm.weight, eps, self.residual_scale)
-        mlp_out = self.mlp(h)
-        if prefetch is not None:
-            prefetch.layer.prefetch_weights(prefetch.max_bytes)
-        return ops.add_rmsnorm(x, mlp_out, next_norm.weight, next_norm.eps, self.residual_scale)
+        return ops.add_rmsnorm(x, self.mlp(h), next_norm.weight, next_norm.eps, self.residual_scale)
 
     def fused_forward(self, x: torch.Tensor, h: torch.Tensor, rope, causal: bool, next_norm: RMSNorm,
-                      rows: slice | None = None,
-                      prefetch: WeightPrefetch | None = None) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
+                      rows: slice | None = None) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
         """forward() on the custom ops: h = input_layernorm(x) from the previous layer; x (the
         residual stream) is updated in place, or a copy of its `rows` when given; returns
         (next_norm(x), k, v)."""
         attn, k, v = self.self_attn(h, rope, causal, rows)
-        x = x if rows is None else x[:, rows].contiguous()
-        return self._fused_tail(x, attn, next_norm, prefetch), k, v
+        return self._fused_tail(x if rows is None else x[:, rows].contiguous(), attn, next_norm), k, v
 
     def fused_decode(self, x: torch.Tensor, h: torch.Tensor, rope, k_cache: torch.Tensor, v_cache: torch.Tensor,
-                     where: DecodeSlots, next_norm: RMSNorm, prefetch: WeightPrefetch | None = None) -> torch.Tensor:
-        return self._fused_tail(x, self.self_attn.decode(h, rope, k_cache, v_cache, where), next_norm, prefetch)
+                     where: DecodeSlots, next_norm: RMSNorm) -> torch.Tensor:
+        return self._fused_tail(x, self.self_attn.decode(h, rope, k_cache, v_cache, where), next_norm)
 
 
 class MiniCPMModel(nn.Module):
@@ -344,23 +322,11 @@ class MiniCPMModel(nn.Module):
         self.rope = None if config.no_rope else LongRoPE(config, max_positions)
         # Set by fast_path.enable_custom_ops: norms and residual adds run as rmsnorm/add_rmsnorm ops.
         self.fused_norms = False
-        # Set by fast_path.enable_custom_ops too: up to how many activation rows each layer's
-        # weights are prefetched into L2 ahead of it (0: never), and how many bytes of them.
-        self.prefetch_rows = 0
-        self.prefetch_bytes = 0
         self._rope_tables: tuple[torch.Tensor, torch.Tensor] | None = None
 
     def _next_norms(self) -> list[RMSNorm]:
         """The norm applied after each layer's final residual add when adds and norms are fused."""
         return [layer.input_layernorm for layer in self.layers[1:]] + [self.norm]
-
-    def _prefetches(self, rows: int) -> list[WeightPrefetch | None]:
-        """Weight prefetches into L2: entry 0 is issued before the first norm, entry i + 1 by layer i
-        for the layer after it (None: no prefetch). Only where the GEMMs have few rows: they then
-        stream their weights for most of their time, while the kernels between them leave HBM idle."""
-        if not 0 < rows <= self.prefetch_rows:
-            return [None] * (len(self.layers) + 1)
-        return [WeightPrefetch(layer, self.prefetch_bytes) for layer in self.layers] + [None]
 
     def forward(self, x: torch.Tensor, causal: bool,
                 rows: slice | None = None) -> tuple[torch.Tensor, list[tuple[torch.Tensor, torch.Tensor]]]:
@@ -386,13 +352,9 @@ class MiniCPMModel(nn.Module):
         kv = []
         if self.fused_norms:
             x = x.contiguous().clone()  # the residual stream is updated in place
-            ahead = self._prefetches(x.shape[0] * x.shape[1])
-            if ahead[0] is not None:
-                ahead[0].layer.prefetch_weights(ahead[0].max_bytes)
             h = ops.rmsnorm(x, self.layers[0].input_layernorm.weight, self.layers[0].input_layernorm.eps)
-            for layer, next_norm, layer_rows, prefetch in zip(self.layers, self._next_norms(), rows_per_layer,
-                                                              ahead[1:]):
-                h, k, v = layer.fused_forward(x, h, rope, causal, next_norm, layer_rows, prefetch)
+            for layer, next_norm, layer_rows in zip(self.layers, self._next_norms(), rows_per_layer):
+                h, k, v = layer.fused_forward(x, h, rope, causal, next_norm, layer_rows)
                 kv.append((k, v))
         else:
             for layer, layer_rows in zip(self.layers, rows_per_layer):
@@ -436,12 +398,9 @@ class MiniCPMModel(nn.Module):
             rope = (cos[:, None, None, :], sin[:, None, None, :])
         if self.fused_norms:
             x = x.contiguous().clone()
-            ahead = self._prefetches(x.shape[0])
-            if ahead[0] is not None:
-                ahead[0].layer.prefetch_weights(ahead[0].max_bytes)
             h = ops.rmsnorm(x, self.layers[0].input_layernorm.weight, self.layers[0].input_layernorm.eps)
             for index, (layer, next_norm) in enumerate(zip(self.layers, self._next_norms())):
-                h = layer.fused_decode(x, h, rope, k_cache[index], v_cache[index], where, next_norm, ahead[index + 1])
+                h = layer.fused_decode(x, h, rope, k_cache[index], v_cache[index], where, next_norm)
             return h
         for index, layer in enumerate(self.layers):
             x = layer.decode(x, rope, k_cache[index], v_cache[index], where)

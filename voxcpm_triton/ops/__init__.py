@@ -8,7 +8,6 @@ from voxcpm_triton.ops.decode_attention import decode_attention, decode_attentio
 from voxcpm_triton.ops.fp8_linear import Fp8Weight, fp8_linear, quantize_weight
 from voxcpm_triton.ops.fsq import fsq, fsq_ref
 from voxcpm_triton.ops.library import library_status
-from voxcpm_triton.ops.prefetch_l2 import prefetch_l2, prefetch_l2_ref
 from voxcpm_triton.ops.rmsnorm import add_rmsnorm, add_rmsnorm_ref, rmsnorm, rmsnorm_ref
 from voxcpm_triton.ops.quantize_fp8 import quantize_fp8, quantize_fp8_ref
 from voxcpm_triton.ops.rope_kv_write import rope_kv_write, rope_kv_write_ref
@@ -21,9 +20,8 @@ from voxcpm_triton.ops.swiglu import swiglu, swiglu_ref
 __all__ = [
     "Fp8Weight", "add_rmsnorm", "add_rmsnorm_ref", "cfg_euler_step", "cfg_euler_step_ref",
     "decode_attention", "decode_attention_ref", "fp8_linear", "fsq", "fsq_ref", "gate_up_swiglu",
-    "library_status", "linear", "prefetch_l2", "prefetch_l2_ref", "quantize_fp8",
-    "quantize_fp8_ref", "quantize_weight", "rmsnorm", "rmsnorm_ref", "rope_kv_write",
-    "rope_kv_write_ref", "short_attention", "short_attention_ref", "skinny_gemm", "skinny_gemm_ref",
-    "snake", "snake_depthwise_conv", "snake_depthwise_conv_ref", "snake_ref", "swiglu",
-    "swiglu_ref",
+    "library_status", "linear", "quantize_fp8", "quantize_fp8_ref", "quantize_weight", "rmsnorm",
+    "rmsnorm_ref", "rope_kv_write", "rope_kv_write_ref", "short_attention", "short_attention_ref",
+    "skinny_gemm", "skinny_gemm_ref", "snake", "snake_depthwise_conv", "snake_depthwise_conv_ref",
+    "snake_ref", "swiglu", "swiglu_ref",
 ]
