@@ -87,7 +87,20 @@ def test_graphed_decode_equals_eager(gpu_vocoder: WindowedVocoder) -> None:
     assert eager.graphs is None and gpu_vocoder.graphs is not None
     windows = [_patches(gpu_vocoder.window_patches, seed=20 + i) for i in range(3)]  # bucket 4, one padding row
     graphed = gpu_vocoder.decode(windows)
-    assert gpu_vocoder.graphs.failure is None and 4 in gpu_vocoder.graphs.captured
+    assert gpu_vocoder.graphs.failure is None and (gpu_vocoder.window_patches, 4) in gpu_vocoder.graphs.captured
+    for a, b in zip(graphed, eager.decode(windows)):
+        assert np.abs(a - b).max() <= TOLERANCE
+
+
+def test_short_windows_replay_graphs_equal_to_eager(gpu_vocoder: WindowedVocoder) -> None:
+    """A stream's first windows (fewer patches than a full window) replay their own graphs."""
+    eager = WindowedVocoder(gpu_vocoder.audio_vae, PATCH_SIZE, dtype=torch.float32, cuda_graphs=False)
+    full = gpu_vocoder.window_patches
+    windows = [_patches(1, seed=40), _patches(2, seed=41), _patches(2, seed=42), _patches(full, seed=43)]
+    graphed = gpu_vocoder.decode(windows)
+    captured = gpu_vocoder.graphs.captured
+    assert gpu_vocoder.graphs.failure is None and {(1, 1), (2, 2), (full - 1, 16), (full, 256)} <= set(captured)
+    assert (full - 1, 32) not in captured
     for a, b in zip(graphed, eager.decode(windows)):
         assert np.abs(a - b).max() <= TOLERANCE
 

@@ -130,8 +130,9 @@ class WindowedVocoder:
     VOXCPM_VOCODER_DTYPE=float32), and each layer's input is trimmed to the history the remaining
     layers read (`trim`): a full window is 6 patches but only the last one's samples are kept, so
     the late, high-rate layers would otherwise spend ~5/6 of their work on discarded samples.
-    Full-length windows on CUDA replay a CUDA graph per batch bucket (vocoder_graphs.py, all
-    captured here) unless `cuda_graphs` is False or VOXCPM_CUDA_GRAPHS=0. With `custom_ops` (default:
+    On CUDA each window length replays a CUDA graph per batch bucket (vocoder_graphs.py, all
+    captured here; short windows up to 16 per call) unless `cuda_graphs` is False or
+    VOXCPM_CUDA_GRAPHS=0. With `custom_ops` (default:
     on unless VOXCPM_CUSTOM_OPS=0) the CUDA copy's Snake activations run the fused snake op (a
     private copy is then made in float32 too). The CPU path decodes the whole window in float32
     through `audio_vae` unchanged.
@@ -193,8 +194,8 @@ class WindowedVocoder:
         if cuda_graphs is None:
             cuda_graphs = os.environ.get("VOXCPM_CUDA_GRAPHS", "1") != "0"
         if device.type == "cuda" and self.trim and cuda_graphs:
-            full_frames = self.window_patches * patch_size
-            self.graphs = DecodeGraphs(self._decode_trimmed, (audio_vae.latent_dim, full_frames), self.dtype, device)
+            self.graphs = DecodeGraphs(self._decode_trimmed, audio_vae.latent_dim, patch_size, self.window_patches,
+                                       self.dtype, device)
             with torch.inference_mode():
                 self.graphs.warm_up()
         self._graph_lock = threading.Lock()  # graphs share static buffers: one replay at a time
@@ -276,7 +277,7 @@ class WindowedVocoder:
         for length, indices in by_length.items():
             batch = batches[length].to(self.device, self.dtype)
             latents = batch.permute(0, 3, 1, 2).reshape(len(indices), self.audio_vae.latent_dim, -1)
-            graph = self.graphs.get(len(indices)) if self.graphs is not None and length == self.window_patches else None
+            graph = self.graphs.get(len(indices), length) if self.graphs is not None else None
             if graph is not None:
                 with self._graph_lock:
                     audio = self._to_host(graph.run(latents))

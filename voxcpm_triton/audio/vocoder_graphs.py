@@ -1,9 +1,13 @@
-"""CUDA graphs of the vocoder's decode of full-length windows, one per batch bucket.
+"""CUDA graphs of the vocoder's decode, one per (window length, batch bucket).
 
 The decoder is ~300 small kernels (snake activations, depthwise and 1x1 convs); at small batches
-launching them from Python costs more than running them. Full windows all have one shape, so a
+launching them from Python costs more than running them. Windows of one length share one shape, so a
 batch of them is padded to a power-of-two bucket (rows are independent: padding rows only cost
-work) and one graph replays the whole decoder. Every bucket is captured up front (`warm_up`), so
+work) and one graph replays the whole decoder. Full windows get every bucket. A stream's first
+window_patches - 1 windows are shorter (the stream has less history); they get the buckets up to
+SHORT_WINDOW_MAX_BUCKET, enough for the streams admitted in one step, so a stream's first audio
+chunk, the one its first-audio latency waits for, is a replay too and not ~5 ms of eager launches
+(measured on the H200, perf/RESULTS.md run 11). Every graph is captured up front (`warm_up`), so
 no capture happens while other threads drive the GPU (api.py decodes from caller threads beside
 the engine loop), and captures use thread-local error mode so work on other threads or devices
 is not refused meanwhile. The graphs share one memory pool and static buffers: the caller
@@ -19,6 +23,8 @@ import torch
 
 from voxcpm_triton.engine.cuda_graphs import BUCKETS
 from voxcpm_triton.engine.graph_cache import GraphCache
+
+SHORT_WINDOW_MAX_BUCKET = 16
 
 
 @dataclass
@@ -38,28 +44,39 @@ class DecodeGraph:
 
 
 class DecodeGraphs(GraphCache[DecodeGraph]):
-    def __init__(self, decode: Callable[[torch.Tensor], torch.Tensor], latent_shape: tuple[int, int],
-                 dtype: torch.dtype, device: torch.device):
-        """decode(latents [B, D, frames]) -> audio [B, samples]: device work only."""
+    def __init__(self, decode: Callable[[torch.Tensor], torch.Tensor], latent_dim: int, patch_size: int,
+                 window_patches: int, dtype: torch.dtype, device: torch.device):
+        """decode(latents [B, D, frames]) -> audio [B, samples]: device work only, for windows of
+        1..window_patches patches of patch_size frames."""
         super().__init__(device, "vocoder decodes", capture_error_mode="thread_local")
         self.decode = decode
-        self.latent_shape = latent_shape
+        self.latent_dim = latent_dim
+        self.patch_size = patch_size
+        self.window_patches = window_patches
         self.dtype = dtype
 
-    def get(self, rows: int) -> DecodeGraph | None:
-        """The graph of the smallest bucket holding `rows` windows; None past the largest bucket
-        or after a failed capture."""
-        bucket = next((b for b in BUCKETS if b >= rows), None)
+    def buckets(self, patches: int) -> tuple[int, ...]:
+        """The batch buckets captured for windows of `patches` patches."""
+        if not 1 <= patches <= self.window_patches:
+            return ()
+        return BUCKETS if patches == self.window_patches else tuple(b for b in BUCKETS if b <= SHORT_WINDOW_MAX_BUCKET)
+
+    def get(self, rows: int, patches: int) -> DecodeGraph | None:
+        """The graph of the smallest bucket holding `rows` windows of `patches` patches; None
+        where no bucket holds them or after a failed capture."""
+        bucket = next((b for b in self.buckets(patches) if b >= rows), None)
         if bucket is None:
             return None
-        return self.cached(bucket, lambda: self._capture(bucket))
+        return self.cached((patches, bucket), lambda: self._capture(bucket, patches))
 
     def warm_up(self) -> None:
-        for bucket in BUCKETS:
-            self.get(bucket)
+        for patches in range(1, self.window_patches + 1):
+            for bucket in self.buckets(patches):
+                self.get(bucket, patches)
 
-    def _capture(self, bucket: int) -> DecodeGraph:
+    def _capture(self, bucket: int, patches: int) -> DecodeGraph:
         with torch.cuda.device(self.device):
-            latents = torch.zeros(bucket, *self.latent_shape, dtype=self.dtype, device=self.device)
+            shape = (bucket, self.latent_dim, patches * self.patch_size)
+            latents = torch.zeros(shape, dtype=self.dtype, device=self.device)
             graph, audio = self.capture(self.decode, (latents,))
         return DecodeGraph(latents, audio, graph)
