@@ -131,8 +131,7 @@ class WindowedVocoder:
     layers read (`trim`): a full window is 6 patches but only the last one's samples are kept, so
     the late, high-rate layers would otherwise spend ~5/6 of their work on discarded samples.
     On CUDA each window length replays a CUDA graph per batch bucket (vocoder_graphs.py, all
-    captured here; short windows up to 16 per call) unless `cuda_graphs` is False or
-    VOXCPM_CUDA_GRAPHS=0. With `custom_ops` (default:
+    captured here) unless `cuda_graphs` is False or VOXCPM_CUDA_GRAPHS=0. With `custom_ops` (default:
     on unless VOXCPM_CUSTOM_OPS=0) the CUDA copy's Snake activations run the fused snake op (a
     private copy is then made in float32 too). The CPU path decodes the whole window in float32
     through `audio_vae` unchanged.

@@ -3,11 +3,11 @@
 The decoder is ~300 small kernels (snake activations, depthwise and 1x1 convs); at small batches
 launching them from Python costs more than running them. Windows of one length share one shape, so a
 batch of them is padded to a power-of-two bucket (rows are independent: padding rows only cost
-work) and one graph replays the whole decoder. Full windows get every bucket. A stream's first
-window_patches - 1 windows are shorter (the stream has less history); they get the buckets up to
-SHORT_WINDOW_MAX_BUCKET, enough for the streams admitted in one step, so a stream's first audio
-chunk, the one its first-audio latency waits for, is a replay too and not ~5 ms of eager launches
-(measured on the H200, perf/RESULTS.md run 11). Every graph is captured up front (`warm_up`), so
+work) and one graph replays the whole decoder. A stream's first window_patches - 1 windows are
+shorter (the stream has less history) and get graphs of their own, every bucket too: a stream's
+first audio chunk, the one its first-audio latency waits for, is then a replay and not ~300 eager
+launches, also when a whole burst of streams starts together (perf/RESULTS.md runs 12 and 13).
+Every graph is captured up front (`warm_up`), so
 no capture happens while other threads drive the GPU (api.py decodes from caller threads beside
 the engine loop), and captures use thread-local error mode so work on other threads or devices
 is not refused meanwhile. The graphs share one memory pool and static buffers: the caller
@@ -23,8 +23,6 @@ import torch
 
 from voxcpm_triton.engine.cuda_graphs import BUCKETS
 from voxcpm_triton.engine.graph_cache import GraphCache
-
-SHORT_WINDOW_MAX_BUCKET = 16
 
 
 @dataclass
@@ -55,23 +53,17 @@ class DecodeGraphs(GraphCache[DecodeGraph]):
         self.window_patches = window_patches
         self.dtype = dtype
 
-    def buckets(self, patches: int) -> tuple[int, ...]:
-        """The batch buckets captured for windows of `patches` patches."""
-        if not 1 <= patches <= self.window_patches:
-            return ()
-        return BUCKETS if patches == self.window_patches else tuple(b for b in BUCKETS if b <= SHORT_WINDOW_MAX_BUCKET)
-
     def get(self, rows: int, patches: int) -> DecodeGraph | None:
         """The graph of the smallest bucket holding `rows` windows of `patches` patches; None
-        where no bucket holds them or after a failed capture."""
-        bucket = next((b for b in self.buckets(patches) if b >= rows), None)
-        if bucket is None:
+        past the largest bucket, for a length outside 1..window_patches or after a failed capture."""
+        bucket = next((b for b in BUCKETS if b >= rows), None)
+        if bucket is None or not 1 <= patches <= self.window_patches:
             return None
         return self.cached((patches, bucket), lambda: self._capture(bucket, patches))
 
     def warm_up(self) -> None:
         for patches in range(1, self.window_patches + 1):
-            for bucket in self.buckets(patches):
+            for bucket in BUCKETS:
                 self.get(bucket, patches)
 
     def _capture(self, bucket: int, patches: int) -> DecodeGraph:
