@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import copy
+
 import pytest
 import torch
 
@@ -26,3 +28,9 @@ def full_size_vae() -> AudioVAE:
     vae = build_audio_vae(config["audio_vae_config"], "voxcpm2")
     vae.load_state_dict(random_vae_state(config, seed=0))
     return vae.fold_weight_norm().eval()
+
+
+@pytest.fixture(scope="session")
+def gpu_vae(full_size_vae: AudioVAE) -> AudioVAE:
+    """full_size_vae's CUDA copy, shared like it (vocoders cast or fuse their own decoder copies)."""
+    return copy.deepcopy(full_size_vae).cuda()

@@ -14,8 +14,10 @@ import numpy as np
 import pytest
 import torch
 
-from voxcpm_triton.audio.audio_vae import AudioVAE
+from tests.gpu.vocoder_checks import (BF16_MAX_ABS, BF16_RELATIVE_RMS, FP32_TOLERANCE, PATCH_SIZE, audio_errors,
+                                      full_windows, patches, stream_windows)
 from voxcpm_triton import ops
+from voxcpm_triton.audio.audio_vae import AudioVAE
 from voxcpm_triton.audio.vae_layers import BIAS_CHANNELS, CausalConv1d, ResidualUnit, Snake1d
 from voxcpm_triton.audio.vocoder import ALIGN_SAMPLES, WindowedVocoder
 from voxcpm_triton.ops import library
@@ -25,33 +27,6 @@ pytestmark = [
     pytest.mark.skipif(not torch.cuda.is_available(), reason="needs a CUDA GPU"),
     pytest.mark.usefixtures("no_tf32"),
 ]
-
-# Bounds of tests/gpu/test_vocoder_gpu.py: float32 against offline decode, bf16 against float32 audio.
-FP32_TOLERANCE = 1e-4
-BF16_RELATIVE_RMS = 2e-2
-BF16_MAX_ABS = 1e-2
-PATCH_SIZE = 4
-
-
-@pytest.fixture(scope="module")
-def gpu_vae(full_size_vae: AudioVAE) -> AudioVAE:
-    return copy.deepcopy(full_size_vae).cuda()
-
-
-def _stream_windows(count: int, window_patches: int, seed: int) -> list[np.ndarray]:
-    patches = (0.5 * np.random.default_rng(seed).standard_normal((count, PATCH_SIZE, 64))).astype(np.float32)
-    return [patches[max(0, i + 1 - window_patches): i + 1] for i in range(count)]
-
-
-def _full_windows(count: int, window_patches: int, seed: int) -> list[np.ndarray]:
-    rng = np.random.default_rng(seed)
-    return [(0.5 * rng.standard_normal((window_patches, PATCH_SIZE, 64))).astype(np.float32) for _ in range(count)]
-
-
-def _errors(audio: np.ndarray, expected: np.ndarray) -> tuple[float, float]:
-    return (float(np.sqrt(np.mean((audio - expected) ** 2)) / np.sqrt(np.mean(expected**2))),
-            float(np.abs(audio - expected).max()))
-
 
 def test_bfloat16_mono_conv_gemm_within_one_rounding_per_tap() -> None:
     # The decoder's last conv (32 -> 1 channel, kernel 7) as a GEMM over its taps: each tap's channel
@@ -79,7 +54,7 @@ def test_float32_fast_layers_equal_plain_layers(gpu_vae: AudioVAE) -> None:
     fast = WindowedVocoder(gpu_vae, PATCH_SIZE, dtype=torch.float32, custom_ops=False, fast_layers=True)
     assert fast.fast_layers and fast.graphs is not None and fast.graphs.failure is None
     # Stream starts (short windows, eager) and a batch of full windows (one graph replay).
-    windows = _stream_windows(12, plain.window_patches, seed=1) + _full_windows(5, plain.window_patches, seed=2)
+    windows = stream_windows(patches(12, seed=1), plain.window_patches) + full_windows(5, plain.window_patches, seed=2)
     for a, b in zip(plain.decode(windows), fast.decode(windows)):
         assert b.dtype == np.float32 and b.shape == (plain.samples_per_patch,)
         assert np.abs(a - b).max() <= FP32_TOLERANCE
@@ -88,7 +63,7 @@ def test_float32_fast_layers_equal_plain_layers(gpu_vae: AudioVAE) -> None:
 def test_float32_fast_graphs_at_256_windows_equal_each_window_alone(gpu_vae: AudioVAE) -> None:
     fast = WindowedVocoder(gpu_vae, PATCH_SIZE, dtype=torch.float32, fast_layers=True)
     eager = WindowedVocoder(gpu_vae, PATCH_SIZE, dtype=torch.float32, cuda_graphs=False, fast_layers=True)
-    windows = _full_windows(256, fast.window_patches, seed=3)
+    windows = full_windows(256, fast.window_patches, seed=3)
     batched = fast.decode(windows)
     assert fast.graphs.failure is None and (fast.window_patches, 256) in fast.graphs.captured
     for index in (0, 127, 255):
@@ -103,9 +78,10 @@ def test_bfloat16_fast_layers_within_the_bf16_bound(gpu_vae: AudioVAE, custom_op
                                 fast_layers=False)
     plain = WindowedVocoder(gpu_vae, PATCH_SIZE, dtype=torch.bfloat16, custom_ops=custom_ops, fast_layers=False)
     fast = WindowedVocoder(gpu_vae, PATCH_SIZE, dtype=torch.bfloat16, custom_ops=custom_ops, fast_layers=True)
-    windows = _stream_windows(16, reference.window_patches, seed=4) + _full_windows(8, reference.window_patches, seed=5)
+    window_patches = reference.window_patches
+    windows = stream_windows(patches(16, seed=4), window_patches) + full_windows(8, window_patches, seed=5)
     expected = np.concatenate(reference.decode(windows))
-    errors = {name: _errors(np.concatenate(vocoder.decode(windows)), expected)
+    errors = {name: audio_errors(np.concatenate(vocoder.decode(windows)), expected)
               for name, vocoder in (("plain", plain), ("fast", fast))}
     assert fast.graphs is not None and fast.graphs.failure is None
     print(f"custom_ops={custom_ops} bf16 vs fp32 (relative RMS, max abs): "
@@ -159,7 +135,7 @@ def test_residual_units_run_in_aligned_contiguous_buffers(gpu_vae: AudioVAE) -> 
     for unit in units:
         unit.accumulate_ = lambda buffer, run=unit.accumulate_: buffers.append(buffer) or run(buffer)
     try:
-        fast.decode(_full_windows(3, fast.window_patches, seed=6))
+        fast.decode(full_windows(3, fast.window_patches, seed=6))
     finally:
         for unit in units:
             del unit.accumulate_
@@ -172,8 +148,8 @@ def test_residual_units_run_in_aligned_contiguous_buffers(gpu_vae: AudioVAE) -> 
 def test_chunks_survive_the_next_call(gpu_vae: AudioVAE) -> None:
     # The pinned staging buffer is reused by every call: what a call returned must be a copy.
     fast = WindowedVocoder(gpu_vae, PATCH_SIZE, dtype=torch.bfloat16, fast_layers=True)
-    first = fast.decode(_full_windows(4, fast.window_patches, seed=7))
+    first = fast.decode(full_windows(4, fast.window_patches, seed=7))
     kept = [chunk.copy() for chunk in first]
-    second = fast.decode(_full_windows(4, fast.window_patches, seed=8))
+    second = fast.decode(full_windows(4, fast.window_patches, seed=8))
     assert all(np.array_equal(a, b) for a, b in zip(first, kept))
     assert not np.array_equal(first[0], second[0])

@@ -5,13 +5,14 @@ alone, and the bfloat16 vocoder (the CUDA default) stays within BF16_* of the fl
 
 from __future__ import annotations
 
-import copy
 import time
 
 import numpy as np
 import pytest
 import torch
 
+from tests.gpu.vocoder_checks import (BF16_MAX_ABS, BF16_RELATIVE_RMS, FP32_TOLERANCE, LATENT_DIM, PATCH_SIZE,
+                                      audio_errors, patches, stream_windows)
 from voxcpm_triton.audio.audio_vae import AudioVAE
 from voxcpm_triton.audio.vocoder import WindowedVocoder
 
@@ -21,18 +22,10 @@ pytestmark = [
     pytest.mark.usefixtures("no_tf32"),
 ]
 
-TOLERANCE = 1e-4
-# bfloat16 vs float32 audio. On the CPU (same random weights, 0.5-scaled latents) bf16 measured a
-# relative RMS error of 0.53% and a max abs error of 1.4e-3 at an audio RMS of 0.052; the bounds
-# leave ~4x / ~7x headroom for cuDNN's different accumulation order.
-BF16_RELATIVE_RMS = 2e-2
-BF16_MAX_ABS = 1e-2
-PATCH_SIZE = 4
-
 
 @pytest.fixture(scope="module")
-def gpu_vocoder(full_size_vae: AudioVAE) -> WindowedVocoder:
-    return WindowedVocoder(copy.deepcopy(full_size_vae).cuda(), PATCH_SIZE, dtype=torch.float32)
+def gpu_vocoder(gpu_vae: AudioVAE) -> WindowedVocoder:
+    return WindowedVocoder(gpu_vae, PATCH_SIZE, dtype=torch.float32)
 
 
 @pytest.fixture(scope="module")
@@ -40,13 +33,8 @@ def bf16_vocoder(gpu_vocoder: WindowedVocoder) -> WindowedVocoder:
     return WindowedVocoder(gpu_vocoder.audio_vae, PATCH_SIZE, dtype=torch.bfloat16)
 
 
-def _patches(count: int, seed: int) -> np.ndarray:
-    rng = np.random.default_rng(seed)
-    return (0.5 * rng.standard_normal((count, PATCH_SIZE, 64))).astype(np.float32)
-
-
-def _latents(patches: np.ndarray) -> torch.Tensor:
-    return torch.from_numpy(patches).permute(2, 0, 1).reshape(1, 64, -1)
+def _latents(stream: np.ndarray) -> torch.Tensor:
+    return torch.from_numpy(stream).permute(2, 0, 1).reshape(1, LATENT_DIM, -1)
 
 
 def test_window_size_of_the_released_decoder(gpu_vocoder: WindowedVocoder) -> None:
@@ -60,61 +48,57 @@ def test_window_size_of_the_released_decoder(gpu_vocoder: WindowedVocoder) -> No
 def test_bfloat16_vocoder_close_to_float32(gpu_vocoder: WindowedVocoder, bf16_vocoder: WindowedVocoder) -> None:
     assert next(bf16_vocoder.decoder.parameters()).dtype == torch.bfloat16
     assert next(gpu_vocoder.audio_vae.parameters()).dtype == torch.float32  # the shared VAE is not cast
-    patches = _patches(16, seed=3)
-    windows = [patches[max(0, i + 1 - gpu_vocoder.window_patches) : i + 1] for i in range(len(patches))]
+    windows = stream_windows(patches(16, seed=3), gpu_vocoder.window_patches)
     reference = np.concatenate(gpu_vocoder.decode(windows))
     chunks = bf16_vocoder.decode(windows)
     assert all(c.dtype == np.float32 and c.shape == (gpu_vocoder.samples_per_patch,) for c in chunks)
-    audio = np.concatenate(chunks)
-    relative_rms = np.sqrt(np.mean((audio - reference) ** 2)) / np.sqrt(np.mean(reference**2))
-    max_abs = np.abs(audio - reference).max()
+    relative_rms, max_abs = audio_errors(np.concatenate(chunks), reference)
     print(f"bf16 vs fp32: relative RMS {relative_rms:.2e}, max abs {max_abs:.2e}, "
           f"audio RMS {np.sqrt(np.mean(reference**2)):.3f}")
     assert relative_rms <= BF16_RELATIVE_RMS and max_abs <= BF16_MAX_ABS
 
 
 def test_windowed_decode_equals_offline_on_gpu(gpu_vocoder: WindowedVocoder) -> None:
-    patches = _patches(16, seed=1)
-    windows = [patches[max(0, i + 1 - gpu_vocoder.window_patches) : i + 1] for i in range(len(patches))]
-    chunks = np.concatenate(gpu_vocoder.decode(windows))
+    stream = patches(16, seed=1)
+    chunks = np.concatenate(gpu_vocoder.decode(stream_windows(stream, gpu_vocoder.window_patches)))
     with torch.inference_mode():
-        offline = gpu_vocoder.audio_vae.decode(_latents(patches).cuda())[0, 0].cpu().numpy()
-    assert np.abs(chunks - offline).max() <= TOLERANCE
+        offline = gpu_vocoder.audio_vae.decode(_latents(stream).cuda())[0, 0].cpu().numpy()
+    assert np.abs(chunks - offline).max() <= FP32_TOLERANCE
 
 
 def test_graphed_decode_equals_eager(gpu_vocoder: WindowedVocoder) -> None:
     eager = WindowedVocoder(gpu_vocoder.audio_vae, PATCH_SIZE, dtype=torch.float32, cuda_graphs=False)
     assert eager.graphs is None and gpu_vocoder.graphs is not None
-    windows = [_patches(gpu_vocoder.window_patches, seed=20 + i) for i in range(3)]  # bucket 4, one padding row
+    windows = [patches(gpu_vocoder.window_patches, seed=20 + i) for i in range(3)]  # bucket 4, one padding row
     graphed = gpu_vocoder.decode(windows)
     assert gpu_vocoder.graphs.failure is None and (gpu_vocoder.window_patches, 4) in gpu_vocoder.graphs.captured
     for a, b in zip(graphed, eager.decode(windows)):
-        assert np.abs(a - b).max() <= TOLERANCE
+        assert np.abs(a - b).max() <= FP32_TOLERANCE
 
 
 def test_short_windows_replay_graphs_equal_to_eager(gpu_vocoder: WindowedVocoder) -> None:
     """A stream's first windows (fewer patches than a full window) replay their own graphs."""
     eager = WindowedVocoder(gpu_vocoder.audio_vae, PATCH_SIZE, dtype=torch.float32, cuda_graphs=False)
     full = gpu_vocoder.window_patches
-    windows = [_patches(1, seed=40), _patches(2, seed=41), _patches(2, seed=42), _patches(full, seed=43)]
+    windows = [patches(1, seed=40), patches(2, seed=41), patches(2, seed=42), patches(full, seed=43)]
     graphed = gpu_vocoder.decode(windows)
     captured = gpu_vocoder.graphs.captured
     assert gpu_vocoder.graphs.failure is None and {(1, 1), (2, 2), (full - 1, 256), (full, 256)} <= set(captured)
     assert gpu_vocoder.graphs.get(1, full + 1) is None and gpu_vocoder.graphs.get(257, 1) is None
     for a, b in zip(graphed, eager.decode(windows)):
-        assert np.abs(a - b).max() <= TOLERANCE
+        assert np.abs(a - b).max() <= FP32_TOLERANCE
 
 
 def test_gpu_decode_matches_cpu(full_size_vae: AudioVAE, gpu_vocoder: WindowedVocoder) -> None:
-    latents = _latents(_patches(6, seed=2))
+    latents = _latents(patches(6, seed=2))
     with torch.inference_mode():
         on_cpu = full_size_vae.decode(latents)
         on_gpu = gpu_vocoder.audio_vae.decode(latents.cuda()).cpu()
-    assert (on_cpu - on_gpu).abs().max().item() <= TOLERANCE
+    assert (on_cpu - on_gpu).abs().max().item() <= FP32_TOLERANCE
 
 
 def test_batch_of_full_windows_equals_each_alone(gpu_vocoder: WindowedVocoder) -> None:
-    windows = [_patches(gpu_vocoder.window_patches, seed=10 + i) for i in range(64)]
+    windows = [patches(gpu_vocoder.window_patches, seed=10 + i) for i in range(64)]
     gpu_vocoder.decode(windows[:2])  # warm-up (cuDNN algorithm choice)
     torch.cuda.synchronize()
     start = time.perf_counter()
@@ -123,7 +107,7 @@ def test_batch_of_full_windows_equals_each_alone(gpu_vocoder: WindowedVocoder) -
     elapsed = time.perf_counter() - start
     for index in (0, 31, 63):
         alone = gpu_vocoder.decode([windows[index]])[0]
-        assert np.abs(alone - batched[index]).max() <= TOLERANCE
+        assert np.abs(alone - batched[index]).max() <= FP32_TOLERANCE
     audio_seconds = len(windows) * gpu_vocoder.samples_per_patch / gpu_vocoder.sample_rate
     print(f"64 windows of {gpu_vocoder.window_patches} patches: {elapsed * 1e3:.1f} ms "
           f"for {audio_seconds:.2f} s of audio")
