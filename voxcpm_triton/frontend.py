@@ -86,5 +86,5 @@ class Frontend:
             cfg_value=cfg_value,
             timesteps=timesteps,
             seed=seed,
-            target_text_tokens=len(self.tokenizer.encode(target)),
+            target_text_tokens=len(self.tokenizer.encode(target)) if prompt is not None else len(tokens),
         )
