@@ -227,24 +227,13 @@ int multiprocessors() {
     return current_device_attribute(cudaDevAttrMultiProcessorCount, &sms) == cudaSuccess ? sms : 0;
 }
 
-// VOXCPM_SKINNY_MAX_SPLITS=N (1..16) caps the splits, for A/B timing: fewer splits trade SMs for
-// the partial-sum round trips through L2 that every split adds.
-int max_splits() {
-    static const int cap = [] {
-        const char* value = getenv("VOXCPM_SKINNY_MAX_SPLITS");
-        const int n = value == nullptr ? kMaxSplits : atoi(value);
-        return n >= 1 && n <= kMaxSplits ? n : kMaxSplits;
-    }();
-    return cap;
-}
-
 // Splits of k so the whole grid runs as one wave of resident blocks (a second, partial wave would
 // double the time of these one-round-trip kernels), each split at least 4 chunks.
 Shape plan(int m, int n, int k, int epilogue) {
     const int pairs = n / 32;  // 32 rows: two adjacent tiles, or one gate and one up tile
     const int chunks = k / kChunk;
     const int slots = resident_blocks(m, epilogue) * multiprocessors();
-    const int splits = std::max(1, std::min({slots / std::max(pairs, 1), chunks / 4, max_splits()}));
+    const int splits = std::max(1, std::min({slots / std::max(pairs, 1), chunks / 4, kMaxSplits}));
     return {pairs, splits, 2 * row_tiles(m) * 4 * 32};
 }
 
