@@ -27,7 +27,7 @@ from voxcpm_triton.engine.prefill_graphs import MAX_ROWS, PrefillGraphs, graphab
 from voxcpm_triton.engine.scheduler import Stream
 from voxcpm_triton.engine.slots import KVCache
 from voxcpm_triton.model.fast_path import (compile_layers, compile_requested, custom_ops_requested, enable_custom_ops,
-                                           enable_fp8, fp8_min_rows, fp8_requested, prefer_cublaslt)
+                                           enable_fp8, fp8_min_rows, fp8_requested)
 from voxcpm_triton.model.minicpm import DecodeSlots
 from voxcpm_triton.model.voxcpm import VoxCPMModel
 from voxcpm_triton.ops import library as ops_library
@@ -84,8 +84,6 @@ class ModelRunner:
         on_cuda = self.device.type == "cuda"
         self.custom_ops = custom_ops_requested() if custom_ops is None else custom_ops
         enable_custom_ops(self.model, self.custom_ops)
-        if on_cuda:
-            prefer_cublaslt()
         # Opt-in FP8 LocDiT GEMMs at large batches (VOXCPM_FP8=1); off, the step is the bf16 one.
         self.fp8 = self.custom_ops and (fp8_requested() if fp8 is None else fp8)
         enable_fp8(self.model, self.fp8, fp8_min_rows())

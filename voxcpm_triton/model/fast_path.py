@@ -29,14 +29,6 @@ from voxcpm_triton.ops.fp8_linear import Fp8Weight, quantizable, quantize_weight
 FP8_MIN_ROWS = 1024
 
 
-def prefer_cublaslt() -> None:
-    """Route torch's GEMMs through cuBLASLt unless TORCH_BLAS_PREFER_CUBLASLT says otherwise. On the
-    H200 the 64-stream step took 2-5% less time with it in three calls (perf/RESULTS.md run 16), and
-    the other batch sizes were within noise. The preference is process-wide."""
-    if "TORCH_BLAS_PREFER_CUBLASLT" not in os.environ:
-        torch.backends.cuda.preferred_blas_library("cublaslt")
-
-
 def custom_ops_requested() -> bool:
     return os.environ.get("VOXCPM_CUSTOM_OPS", "1") != "0"
 
