@@ -24,8 +24,8 @@ MAX_ROWS = 32
 # `linear` routes plain GEMMs to the kernel up to this many rows. Alone, one GEMM at the LocDiT's 22
 # rows is slower on it than on cuBLAS (7.6 against 5.1 us for 1024 -> 2560; perf/RESULTS.md run 6).
 # In the whole step it is faster, most likely because it joins the chain of programmatic dependent
-# launches that cuBLAS's kernels break: 1 / 4 / 16 streams 6.56 / 7.51 / 9.15 -> 6.31 / 7.20 / 8.72 ms with 32
-# instead of 8 (run 16, two interleaved repeats).
+# launches that cuBLAS's kernels break: 1 / 4 / 16 streams 6.56 / 7.51 / 9.15 -> 6.31 / 7.20 /
+# 8.72 ms with 32 instead of 8 (run 16, two interleaved repeats).
 PLAIN_MAX_ROWS = int(os.environ.get("VOXCPM_SKINNY_PLAIN_ROWS", "32"))
 if not 1 <= PLAIN_MAX_ROWS <= MAX_ROWS:
     raise ValueError(f"VOXCPM_SKINNY_PLAIN_ROWS={PLAIN_MAX_ROWS}; allowed: 1..{MAX_ROWS}")
