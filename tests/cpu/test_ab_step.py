@@ -1,0 +1,59 @@
+"""perf/ab_step.py: variant parsing, the interleaved order, the comparison table, and one real run of
+two profile_step.py processes (tiny model on the CPU)."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from perf.ab_step import Variant, parse_variant, schedule, table
+
+ROOT = Path(__file__).resolve().parents[2]
+
+
+def test_parse_variant():
+    assert parse_variant("base") == Variant("base", {})
+    assert parse_variant("rows32=VOXCPM_SKINNY_PLAIN_ROWS=32,TORCH_BLAS_PREFER_CUBLASLT=0") == Variant(
+        "rows32", {"VOXCPM_SKINNY_PLAIN_ROWS": "32", "TORCH_BLAS_PREFER_CUBLASLT": "0"})
+    for bad in ("", "a b=X=1", "lt=TORCH_BLAS_PREFER_CUBLASLT", "x==1"):
+        with pytest.raises(ValueError):
+            parse_variant(bad)
+
+
+def test_schedule_alternates_the_order_each_repeat():
+    a, b, c = Variant("a"), Variant("b"), Variant("c")
+    order = [(v.name, r) for v, r in schedule([a, b, c], 3)]
+    assert order == [("a", 0), ("b", 0), ("c", 0), ("c", 1), ("b", 1), ("a", 1), ("a", 2), ("b", 2), ("c", 2)]
+
+
+def test_table_medians_and_change_against_the_first_variant():
+    variants = [Variant("old"), Variant("new")]
+    runs = {
+        "old": [{("graph_ops", 1): 6.5, ("graph_ops", 4): 7.5}, {("graph_ops", 1): 6.7, ("graph_ops", 4): 7.3}],
+        "new": [{("graph_ops", 1): 6.3}, {("graph_ops", 1): 6.1}],  # its B=4 runs failed
+    }
+    lines = table(variants, runs).splitlines()
+    assert lines[0] == "| mode | B | old ms (runs) | new ms (runs) | new vs old |"
+    assert lines[2] == "| graph_ops | 1 | 6.60 (6.50 / 6.70) | 6.20 (6.30 / 6.10) | -6.1% |"
+    assert lines[3] == "| graph_ops | 4 | 7.40 (7.50 / 7.30) | - | - |"
+
+
+def test_two_variants_on_the_cpu(tmp_path):
+    out = tmp_path / "ab"
+    result = subprocess.run(
+        [sys.executable, str(ROOT / "perf" / "ab_step.py"), "--out", str(out), "--variant", "base",
+         "--variant", "rows8=VOXCPM_SKINNY_PLAIN_ROWS=8", "--batches", "1", "--repeats", "1", "--no-throwaway",
+         "--cpu-dry-run"],
+        cwd=ROOT, capture_output=True, text=True, timeout=300)
+    assert result.returncode == 0, result.stdout + result.stderr
+    summary = json.loads((out / "ab_step.json").read_text())
+    assert summary["order"] == ["base_0", "rows8_0"]
+    for name in ("base", "rows8"):
+        (run,) = summary["runs"][name]
+        assert [(r["mode"], r["batch"]) for r in run] == [("graph_ops", 1)] and run[0]["step_ms"] > 0
+        assert (out / f"{name}_0" / "profile_step.json").is_file()
+    assert "| graph_ops | 1 |" in (out / "ab_step.md").read_text()
