@@ -6,12 +6,12 @@ offline decode, and in bf16 within the vocoder's bf16 bound of float32 (graphed,
 
 from __future__ import annotations
 
-import copy
-
 import numpy as np
 import pytest
 import torch
 
+from tests.gpu.vocoder_checks import (BF16_MAX_ABS, BF16_RELATIVE_RMS, FP32_TOLERANCE, LATENT_DIM, PATCH_SIZE,
+                                      audio_errors, patches, stream_windows)
 from voxcpm_triton import ops
 from voxcpm_triton.audio.audio_vae import AudioVAE
 from voxcpm_triton.audio.vae_layers import Snake1d
@@ -29,11 +29,6 @@ UNIT_ROUNDOFF = {torch.bfloat16: 2.0**-8, torch.float16: 2.0**-11}
 # Trimmed vocoder activations (C, T) and odd ones: T < 8, T = 1, C not a multiple of 8.
 SHAPES = [(1, 32, 7686), (3, 64, 1031), (2, 256, 223), (5, 2048, 18), (2, 7, 5), (4, 16, 1), (1, 1, 9),
           (3, 24, 64), (256, 32, 131)]
-# Vocoder bounds of tests/gpu/test_vocoder_gpu.py: bf16 against float32 audio, float32 against offline.
-BF16_RELATIVE_RMS = 2e-2
-BF16_MAX_ABS = 1e-2
-FP32_TOLERANCE = 1e-4
-PATCH_SIZE = 4
 
 
 @pytest.fixture(scope="module", autouse=True)
@@ -130,16 +125,6 @@ def test_captured_in_a_cuda_graph_and_replayed_on_new_data():
     assert torch.equal(out_trimmed, ops.snake(fresh_source[..., -1031:], alpha))
 
 
-@pytest.fixture(scope="module")
-def gpu_vae(full_size_vae: AudioVAE) -> AudioVAE:
-    return copy.deepcopy(full_size_vae).cuda()
-
-
-def _windows(count: int, window_patches: int, seed: int) -> tuple[np.ndarray, list[np.ndarray]]:
-    patches = (0.5 * np.random.default_rng(seed).standard_normal((count, PATCH_SIZE, 64))).astype(np.float32)
-    return patches, [patches[max(0, i + 1 - window_patches): i + 1] for i in range(count)]
-
-
 def _uses_op(vocoder: WindowedVocoder) -> bool:
     snakes = [m for m in vocoder.decoder.modules() if isinstance(m, Snake1d)]
     return bool(snakes) and all(m.use_op for m in snakes)
@@ -149,11 +134,11 @@ def test_float32_vocoder_with_the_op_equals_offline_decode(gpu_vae: AudioVAE, no
     vocoder = WindowedVocoder(gpu_vae, PATCH_SIZE, dtype=torch.float32, custom_ops=True)
     assert vocoder.custom_ops and _uses_op(vocoder) and vocoder.decoder is not gpu_vae.decoder
     assert not any(m.use_op for m in gpu_vae.modules() if isinstance(m, Snake1d))
-    patches, windows = _windows(16, vocoder.window_patches, seed=1)
-    chunks = np.concatenate(vocoder.decode(windows))
+    stream = patches(16, seed=1)
+    chunks = np.concatenate(vocoder.decode(stream_windows(stream, vocoder.window_patches)))
     assert vocoder.graphs is not None and vocoder.graphs.failure is None
     with torch.inference_mode():
-        latents = torch.from_numpy(patches).permute(2, 0, 1).reshape(1, 64, -1).cuda()
+        latents = torch.from_numpy(stream).permute(2, 0, 1).reshape(1, LATENT_DIM, -1).cuda()
         offline = gpu_vae.decode(latents)[0, 0].cpu().numpy()
     assert np.abs(chunks - offline).max() <= FP32_TOLERANCE
 
@@ -163,17 +148,15 @@ def test_bfloat16_vocoder_with_the_op_within_the_bf16_bound(gpu_vae: AudioVAE, n
     plain = WindowedVocoder(gpu_vae, PATCH_SIZE, dtype=torch.bfloat16, custom_ops=False)
     fused = WindowedVocoder(gpu_vae, PATCH_SIZE, dtype=torch.bfloat16, custom_ops=True)
     assert _uses_op(fused) and not _uses_op(plain)
-    # Stream starts (short windows: eager) and full windows (one graph replay), as served.
-    _, windows = _windows(16, reference.window_patches, seed=3)
-    _, full = _windows(8 + reference.window_patches, reference.window_patches, seed=4)
-    windows += full[-8:]
+    # Stream starts (short windows) and full windows, each length replaying its own graph, as served.
+    windows = stream_windows(patches(16, seed=3), reference.window_patches)
+    windows += stream_windows(patches(8 + reference.window_patches, seed=4), reference.window_patches)[-8:]
     expected = np.concatenate(reference.decode(windows))
     errors = {}
     for name, vocoder in (("plain", plain), ("fused", fused)):
         audio = np.concatenate(vocoder.decode(windows))
         assert vocoder.graphs is not None and vocoder.graphs.failure is None
-        relative_rms = np.sqrt(np.mean((audio - expected) ** 2)) / np.sqrt(np.mean(expected**2))
-        errors[name] = (relative_rms, np.abs(audio - expected).max())
+        errors[name] = audio_errors(audio, expected)
     print("bf16 vs fp32 (relative RMS, max abs): " + ", ".join(f"{k} {v[0]:.2e} {v[1]:.2e}" for k, v in errors.items()))
     for relative_rms, max_abs in errors.values():
         assert relative_rms <= BF16_RELATIVE_RMS and max_abs <= BF16_MAX_ABS
