@@ -1,16 +1,17 @@
 """CUDA graphs of the vocoder's decode, one per (window length, batch bucket).
 
 The decoder is ~300 small kernels (snake activations, depthwise and 1x1 convs); at small batches
-launching them from Python costs more than running them. Windows of one length share one shape, so a
-batch of them is padded to a power-of-two bucket (rows are independent: padding rows only cost
-work) and one graph replays the whole decoder. A stream's first window_patches - 1 windows are
-shorter (the stream has less history) and get graphs of their own, every bucket too: a stream's
-first audio chunk, the one its first-audio latency waits for, is then a replay and not ~300 eager
-launches, also when a whole burst of streams starts together (perf/RESULTS.md runs 12 to 14).
-Every graph is captured up front (`warm_up`), so no capture happens while other threads drive the
-GPU (api.py decodes from caller threads beside the engine loop), and captures use thread-local
-error mode so work on other threads or devices is not refused meanwhile. The graphs share one memory pool and static buffers: the caller
-serialises replays and copies each output to the host before the next.
+launching them from Python costs more than running them. Windows of one length share one shape,
+so a batch of them is padded to a power-of-two bucket (rows are independent: padding rows only
+cost work) and one graph replays the whole decoder. A stream's first window_patches - 1 windows
+are shorter (the stream has less history) and get graphs of their own, every bucket too: a
+stream's first audio chunk, the one its first-audio latency waits for, is then a replay and not
+~300 eager launches, also when a whole burst of streams starts together (perf/RESULTS.md runs 12
+to 14). Every graph is captured up front (`warm_up`), so no capture happens while other threads
+drive the GPU (api.py decodes from caller threads beside the engine loop), and captures use
+thread-local error mode so work on other threads or devices is not refused meanwhile. The graphs
+share one memory pool and static buffers: the caller serialises replays and copies each output to
+the host before the next.
 """
 
 from __future__ import annotations
