@@ -53,7 +53,7 @@ def test_float32_fast_layers_equal_plain_layers(gpu_vae: AudioVAE) -> None:
                             fast_layers=False)
     fast = WindowedVocoder(gpu_vae, PATCH_SIZE, dtype=torch.float32, custom_ops=False, fast_layers=True)
     assert fast.fast_layers and fast.graphs is not None and fast.graphs.failure is None
-    # Stream starts (short windows, eager) and a batch of full windows (one graph replay).
+    # Stream starts (short windows) and a batch of full windows, each length replaying its own graph.
     windows = stream_windows(patches(12, seed=1), plain.window_patches) + full_windows(5, plain.window_patches, seed=2)
     for a, b in zip(plain.decode(windows), fast.decode(windows)):
         assert b.dtype == np.float32 and b.shape == (plain.samples_per_patch,)
