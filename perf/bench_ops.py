@@ -331,7 +331,9 @@ def main() -> int:
     parser.add_argument("--dtype", default="bf16", choices=sorted(DTYPES))
     parser.add_argument("--no-compile", action="store_true", help="skip the torch.compile'd baselines")
     parser.add_argument("--quick", action="store_true", help="batches 1 and 64 only")
+    parser.add_argument("--ops", default="", help="comma-separated op names: only those cases (default: all)")
     args = parser.parse_args()
+    only = {name for name in args.ops.split(",") if name}
     if not torch.cuda.is_available():
         print("bench_ops: no CUDA device", file=sys.stderr)
         return 2
@@ -345,6 +347,8 @@ def main() -> int:
     print(header)
     print("-" * len(header))
     for case in build_cases(dtype, args.quick):
+        if only and case.op not in only:
+            continue
         kernel_us, kernel_error = measure(case.kernel)
         eager_us, eager_error = measure(case.baseline)
         compiled_us, compiled_error = (None, "skipped")
