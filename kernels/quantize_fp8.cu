@@ -96,8 +96,11 @@ int launch(const void* x, void* out, float* scale, int64_t rows, int64_t k, int 
                          scale, rows, static_cast<int>(k));
 }
 
-// Rows of up to 256 vectors go one per warp (8 warps a block); longer rows get a block of 128
-// threads, or 256 past 1024 vectors. Each thread holds at most 8 vectors (64 values) in registers.
+// Rows of up to 256 vectors go one per warp (8 warps a block); longer rows get a block of 256
+// threads. Each thread holds at most 8 vectors (64 values) in registers. 256 rather than 128
+// threads for the SwiGLU rows of the LocDiT's down projection (512 vectors): 17.5 -> 16.2 us at
+// 1408 rows under ncu (run 18 of perf/RESULTS.md), the shorter per-thread chain of silu and
+// divisions hiding more latency.
 template <typename T, int VEC>
 int launch_for(const void* x, void* out, float* scale, int64_t rows, int64_t k, int activation, cudaStream_t stream) {
     const int64_t vectors = k / VEC;
@@ -108,8 +111,9 @@ int launch_for(const void* x, void* out, float* scale, int64_t rows, int64_t k, 
         if (per_lane <= 4) return launch<T, VEC, 4, true>(x, out, scale, rows, k, activation, 256, stream);
         return launch<T, VEC, 8, true>(x, out, scale, rows, k, activation, 256, stream);
     }
-    const int threads = vectors <= 128 * 8 ? 128 : 256;
+    constexpr int threads = 256;
     const int64_t per_thread = (vectors + threads - 1) / threads;
+    if (per_thread <= 2) return launch<T, VEC, 2, false>(x, out, scale, rows, k, activation, threads, stream);
     if (per_thread <= 4) return launch<T, VEC, 4, false>(x, out, scale, rows, k, activation, threads, stream);
     if (per_thread <= 8) return launch<T, VEC, 8, false>(x, out, scale, rows, k, activation, threads, stream);
     return VOXCPM_ERROR_INVALID_ARGUMENT;
