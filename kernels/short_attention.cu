@@ -40,7 +40,22 @@ struct ShortArgs {
     int tiles_per_block;  // tensor-core kernel: 16-row query tiles per block
     float scale_log2;  // softmax scale folded with log2(e): exp2 replaces exp
     int causal;
+    uint32_t len_magic;  // ceil(2^32 / seq_len) for seq_len >= 2, for by_len
 };
+
+// (row / seq_len, row % seq_len) by a multiply-high instead of a division by a runtime value (~25
+// instructions each, on every row index the kernels map to a head and a token): exact for
+// row * (len_magic * seq_len - 2^32) < 2^32, i.e. any row below 2^27 with seq_len <= 32.
+// seq_len 1 (whose magic would be 2^32) takes the row itself.
+struct HeadToken {
+    int head, token;
+};
+
+__device__ __forceinline__ HeadToken by_len(int row, const ShortArgs& a) {
+    if (a.seq_len == 1) return {row, 0};
+    const int head = static_cast<int>(__umulhi(static_cast<uint32_t>(row), a.len_magic));
+    return {head, row - head * a.seq_len};
+}
 
 template <int N>
 __device__ __forceinline__ void load_f32(const float* p, float (&out)[N]) {
@@ -171,14 +186,15 @@ __global__ void __launch_bounds__(kThreads) short_attention_kernel(ShortArgs a) 
         for (int i = lane; i < R * PAIR_VECS; i += 32) {
             const int r = i / PAIR_VECS;
             const int row = min(base + r, block_rows - 1);
-            const int t = row % L;
-            const T* q_src = rows + t * width + static_cast<int64_t>(head0 + row / L) * D;
-            stage_rotated<T, D, VEC>(q_src, qs + r * KS, a.cos, a.sin, t, (i - r * PAIR_VECS) * VEC);
+            const HeadToken q = by_len(row, a);
+            const T* q_src = rows + q.token * width + static_cast<int64_t>(head0 + q.head) * D;
+            stage_rotated<T, D, VEC>(q_src, qs + r * KS, a.cos, a.sin, q.token, (i - r * PAIR_VECS) * VEC);
         }
         __syncwarp();
 
         const int row = base + sub;
-        const int t = min(row, block_rows - 1) % L;
+        const HeadToken o = by_len(min(row, block_rows - 1), a);
+        const int t = o.token;
         float dot[4] = {0.f, 0.f, 0.f, 0.f};
 #pragma unroll
         for (int e = 0; e < D; e += 4) {
@@ -218,7 +234,7 @@ __global__ void __launch_bounds__(kThreads) short_attention_kernel(ShortArgs a) 
         if (row < block_rows) {
             const float inv = 1.f / sum;
             T* dst = static_cast<T*>(a.out) +
-                     ((seq * L + t) * a.q_heads + head0 + row / L) * static_cast<int64_t>(D) + col * VW;
+                     ((seq * L + t) * a.q_heads + head0 + o.head) * static_cast<int64_t>(D) + col * VW;
 #pragma unroll
             for (int v = 0; v < NV; ++v) {
                 float y[VW];
@@ -361,8 +377,8 @@ __global__ void __launch_bounds__(kMmaThreads) short_attention_mma_kernel(ShortA
     for (int i = threadIdx.x; i < block_tiles * kTile * ROW_VECS; i += kMmaThreads) {
         const int r = i / ROW_VECS;
         const int e = (i - r * ROW_VECS) * VEC;
-        const int row = min(tile0 * kTile + r, group_rows - 1);
-        copy_async16(qs + r * LD + e, rows + (row % L) * width + static_cast<int64_t>(kv_head * group + row / L) * D + e);
+        const HeadToken q = by_len(min(tile0 * kTile + r, group_rows - 1), a);
+        copy_async16(qs + r * LD + e, rows + q.token * width + static_cast<int64_t>(kv_head * group + q.head) * D + e);
     }
     if (rotate) {
         for (int i = threadIdx.x; i < L * D / 4; i += kMmaThreads) {
@@ -377,7 +393,7 @@ __global__ void __launch_bounds__(kMmaThreads) short_attention_mma_kernel(ShortA
         for (int i = threadIdx.x; i < (L + block_tiles * kTile) * PAIR_VECS; i += kMmaThreads) {
             const int r = i / PAIR_VECS;
             const int e = (i - r * PAIR_VECS) * VEC;
-            const int t = r < L ? r : min(tile0 * kTile + r - L, group_rows - 1) % L;
+            const int t = r < L ? r : by_len(min(tile0 * kTile + r - L, group_rows - 1), a).token;
             T* x = r < L ? ks + r * LD : qs + (r - L) * LD;
             float x1[VEC], x2[VEC];
             load_vec<T, VEC>(x + e, x1);
@@ -413,8 +429,8 @@ __global__ void __launch_bounds__(kMmaThreads) short_attention_mma_kernel(ShortA
     }
 
     // Softmax of rows g and g + 8 of the tile; a row's logits are spread over one lane quad.
-    const int t_lo = min(tile * kTile + g, group_rows - 1) % L;
-    const int t_hi = min(tile * kTile + g + 8, group_rows - 1) % L;
+    const int t_lo = by_len(min(tile * kTile + g, group_rows - 1), a).token;
+    const int t_hi = by_len(min(tile * kTile + g + 8, group_rows - 1), a).token;
     float max_lo = -INFINITY, max_hi = -INFINITY;
 #pragma unroll
     for (int j = 0; j < KEY_TILES; ++j)
@@ -487,8 +503,9 @@ __global__ void __launch_bounds__(kMmaThreads) short_attention_mma_kernel(ShortA
         const int e = (i - r * ROW_VECS) * VEC;
         const int row = tile * kTile + r;
         if (row < group_rows) {
+            const HeadToken o = by_len(row, a);
             T* dst = static_cast<T*>(a.out) +
-                     ((seq * L + row % L) * a.q_heads + kv_head * group + row / L) * static_cast<int64_t>(D) + e;
+                     ((seq * L + o.token) * a.q_heads + kv_head * group + o.head) * static_cast<int64_t>(D) + e;
             *reinterpret_cast<uint4*>(dst) = *reinterpret_cast<const uint4*>(tile_smem + r * LD + e);
         }
     }
@@ -579,6 +596,7 @@ extern "C" int voxcpm_short_attention(const void* qkv, const float* cos, const f
     a.tiles_per_block = tiles_per_block(sequences, q_heads, kv_heads, seq_len, sms);
     a.scale_log2 = scale * kLog2e;
     a.causal = causal != 0;
+    a.len_magic = seq_len > 1 ? static_cast<uint32_t>(((uint64_t{1} << 32) + seq_len - 1) / seq_len) : 0u;
     const int tiles = ((q_heads / kv_heads) * seq_len + kTile - 1) / kTile;
     const int chunks = (tiles + a.tiles_per_block - 1) / a.tiles_per_block;
     if (static_cast<int64_t>(kv_heads) * chunks > 65535) return VOXCPM_ERROR_INVALID_ARGUMENT;
