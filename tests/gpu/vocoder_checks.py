@@ -16,10 +16,13 @@ BF16_RELATIVE_RMS = 2e-2
 BF16_MAX_ABS = 1e-2
 
 
+def _latent_patches(rng: np.random.Generator, count: int) -> np.ndarray:
+    return (0.5 * rng.standard_normal((count, PATCH_SIZE, LATENT_DIM))).astype(np.float32)
+
+
 def patches(count: int, seed: int) -> np.ndarray:
     """count latent patches [count, PATCH_SIZE, LATENT_DIM], 0.5-scaled normal."""
-    rng = np.random.default_rng(seed)
-    return (0.5 * rng.standard_normal((count, PATCH_SIZE, LATENT_DIM))).astype(np.float32)
+    return _latent_patches(np.random.default_rng(seed), count)
 
 
 def stream_windows(stream: np.ndarray, window_patches: int) -> list[np.ndarray]:
@@ -30,8 +33,7 @@ def stream_windows(stream: np.ndarray, window_patches: int) -> list[np.ndarray]:
 def full_windows(count: int, window_patches: int, seed: int) -> list[np.ndarray]:
     """count independent full-length windows (as many streams in mid-utterance)."""
     rng = np.random.default_rng(seed)
-    return [(0.5 * rng.standard_normal((window_patches, PATCH_SIZE, LATENT_DIM))).astype(np.float32)
-            for _ in range(count)]
+    return [_latent_patches(rng, window_patches) for _ in range(count)]
 
 
 def audio_errors(audio: np.ndarray, expected: np.ndarray) -> tuple[float, float]:
