@@ -346,7 +346,12 @@ def main() -> int:
     header = f"{'op':<17} {'case':<26} {'kernel us':>9} {'GB/s':>7} {'eager us':>9} {'compiled us':>11} {'x eager':>8} {'x compiled':>10}"
     print(header)
     print("-" * len(header))
-    for case in build_cases(dtype, args.quick):
+    cases = build_cases(dtype, args.quick)
+    unknown = only - {case.op for case in cases}
+    if unknown:
+        print(f"bench_ops: --ops names no case of this run: {', '.join(sorted(unknown))}", file=sys.stderr)
+        return 2
+    for case in cases:
         if only and case.op not in only:
             continue
         kernel_us, kernel_error = measure(case.kernel)
