@@ -156,21 +156,36 @@ __host__ inline bool pdl_enabled() {
 }
 
 // kernel<<<grid, block, shared_bytes, stream>>>(args...) with the programmatic dependent launch
-// attribute where pdl_enabled(); returns the launch's cudaError_t as an int.
+// attribute where pdl_enabled(), in thread block clusters of `cluster` blocks unless that is 1x1x1
+// (compute capability 9 or newer); returns the launch's cudaError_t as an int.
 template <typename... Params, typename... Args>
-__host__ int launch_kernel(void (*kernel)(Params...), dim3 grid, dim3 block, size_t shared_bytes,
-                           cudaStream_t stream, Args&&... args) {
-    cudaLaunchAttribute attribute[1];
-    attribute[0].id = cudaLaunchAttributeProgrammaticStreamSerialization;
-    attribute[0].val.programmaticStreamSerializationAllowed = 1;
+__host__ int launch_kernel_in_clusters(void (*kernel)(Params...), dim3 grid, dim3 block, size_t shared_bytes,
+                                       dim3 cluster, cudaStream_t stream, Args&&... args) {
+    cudaLaunchAttribute attributes[2];
     cudaLaunchConfig_t config{};
     config.gridDim = grid;
     config.blockDim = block;
     config.dynamicSmemBytes = shared_bytes;
     config.stream = stream;
-    config.attrs = attribute;
-    config.numAttrs = pdl_enabled() ? 1 : 0;
+    config.attrs = attributes;
+    if (pdl_enabled()) {
+        attributes[config.numAttrs].id = cudaLaunchAttributeProgrammaticStreamSerialization;
+        attributes[config.numAttrs++].val.programmaticStreamSerializationAllowed = 1;
+    }
+    if (cluster.x * cluster.y * cluster.z > 1) {
+        attributes[config.numAttrs].id = cudaLaunchAttributeClusterDimension;
+        attributes[config.numAttrs].val.clusterDim.x = cluster.x;
+        attributes[config.numAttrs].val.clusterDim.y = cluster.y;
+        attributes[config.numAttrs++].val.clusterDim.z = cluster.z;
+    }
     return static_cast<int>(cudaLaunchKernelEx(&config, kernel, std::forward<Args>(args)...));
+}
+
+template <typename... Params, typename... Args>
+__host__ int launch_kernel(void (*kernel)(Params...), dim3 grid, dim3 block, size_t shared_bytes,
+                           cudaStream_t stream, Args&&... args) {
+    return launch_kernel_in_clusters(kernel, grid, block, shared_bytes, dim3(1, 1, 1), stream,
+                                     std::forward<Args>(args)...);
 }
 
 }  // namespace voxcpm

@@ -13,10 +13,17 @@
 //    last (a counter per tile pair), so the result is deterministic and one launch does it all;
 //  - the SwiGLU epilogue pairs gate rows [r, r + 16) with up rows [inter + r, inter + r + 16) of a
 //    fused [gate; up] weight and writes silu(gate) * up: the gate_up output never reaches memory;
+//  - on Hopper the splits of a pair run as one thread block cluster and are summed through
+//    distributed shared memory: each block reads its slice of the outputs from every peer's shared
+//    memory, in split order, and writes it. The global-memory path (partials, a fence, a counter,
+//    the last block reading them back) costs several L2 round trips on the kernel's critical
+//    path; the cluster path costs two cluster barriers. Same summation order, same bits.
 //  - launched as a programmatic dependent (kernels/common.cuh), each warp issues its first weight
 //    loads before waiting for the kernel before it, so the weight streams while that kernel drains
 //    (at one stream nearly every warp has a single round of chunks: all its weight loads go early).
 //    The weight must therefore not be written by the kernels just before on the stream.
+#include <cooperative_groups.h>
+
 #include "common.cuh"
 #include "mma.cuh"
 
@@ -28,6 +35,7 @@ constexpr int kThreads = kWarps * 32;
 constexpr int kChunk = 32;  // k values per chunk: 4 threads x 8 elements
 constexpr int kMaxRows = 32;
 constexpr int kMaxSplits = 16;
+constexpr int kMaxClusterSplits = 8;  // the portable cluster size
 
 enum Epilogue { kPlain = 0, kSwiGLU = 1 };
 
@@ -59,7 +67,7 @@ template <int MT> struct Frag {
 template <typename T, int MT, int U, int EPI>
 __global__ void __launch_bounds__(kThreads) skinny_gemm_kernel(
     const T* __restrict__ x, const T* __restrict__ w, T* __restrict__ out, float* __restrict__ partials,
-    int* __restrict__ counters, int m, int k, int out_cols, int second) {
+    int* __restrict__ counters, int m, int k, int out_cols, int second, int cluster_splits) {
     __shared__ float reduced[kWarps][Frag<MT>::kValues];
     __shared__ bool last_block;
     const int lane = threadIdx.x & 31;
@@ -151,6 +159,46 @@ __global__ void __launch_bounds__(kThreads) skinny_gemm_kernel(
         reduced[0][v] = sum;  // each v is read and written by this thread only
     }
 
+    // Writes the outputs of fragment value v (and its up half for SwiGLU) from their k sums.
+    auto store = [&](int v, float sum, float up_sum) {
+        const Frag<MT> f(v);
+        if (f.token() >= m) return;
+        if (EPI == kSwiGLU) {
+            // Rounded like swiglu on a materialised gate_up output.
+            const float gate = round_to<T>(sum);
+            const float up = round_to<T>(up_sum);
+            out[static_cast<size_t>(f.token()) * out_cols + base + f.row()] = from_float<T>(round_to<T>(silu(gate)) * up);
+        } else {
+            out[static_cast<size_t>(f.token()) * out_cols + base + f.tile * 16 + f.row()] = from_float<T>(sum);
+        }
+    };
+    constexpr int kOutputs = EPI == kSwiGLU ? kValues / 2 : kValues;
+
+#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
+    if (cluster_splits > 1) {
+        namespace cg = cooperative_groups;
+        cg::cluster_group cluster = cg::this_cluster();
+        cluster.sync();  // every split's sums are in its shared memory
+        const float* peers[kMaxClusterSplits];
+#pragma unroll
+        for (int s = 0; s < kMaxClusterSplits; ++s)
+            peers[s] = cluster.map_shared_rank(&reduced[0][0], s < cluster_splits ? s : 0);
+        for (int v = split * kThreads + threadIdx.x; v < kOutputs; v += cluster_splits * kThreads) {
+            float sum = 0.f, up_sum = 0.f;
+#pragma unroll
+            for (int s = 0; s < kMaxClusterSplits; ++s) {
+                if (s < cluster_splits) {
+                    sum += peers[s][v];
+                    if (EPI == kSwiGLU) up_sum += peers[s][v + kValues / 2];
+                }
+            }
+            store(v, sum, up_sum);
+        }
+        cluster.sync();  // peers read this block's shared memory until here
+        return;
+    }
+#endif  // code built for older GPUs (a JIT from their PTX) takes the global-memory path below
+
     if (splits > 1) {
         float* mine = partials + (static_cast<size_t>(blockIdx.x) * splits + split) * kValues;
         for (int v = threadIdx.x; v < kValues; v += kThreads) mine[v] = reduced[0][v];
@@ -169,29 +217,15 @@ __global__ void __launch_bounds__(kThreads) skinny_gemm_kernel(
         if (threadIdx.x == 0) counters[blockIdx.x] = 0;  // ready for the next launch
     }
     __syncthreads();
-
-    if (EPI == kSwiGLU) {
-        for (int v = threadIdx.x; v < kValues / 2; v += kThreads) {
-            const Frag<MT> f(v);
-            if (f.token() >= m) continue;
-            // Rounded like swiglu on a materialised gate_up output.
-            const float gate = round_to<T>(reduced[0][v]);
-            const float up = round_to<T>(reduced[0][v + kValues / 2]);
-            out[static_cast<size_t>(f.token()) * out_cols + base + f.row()] = from_float<T>(round_to<T>(silu(gate)) * up);
-        }
-    } else {
-        for (int v = threadIdx.x; v < kValues; v += kThreads) {
-            const Frag<MT> f(v);
-            if (f.token() >= m) continue;
-            out[static_cast<size_t>(f.token()) * out_cols + base + f.tile * 16 + f.row()] = from_float<T>(reduced[0][v]);
-        }
-    }
+    for (int v = threadIdx.x; v < kOutputs; v += kThreads)
+        store(v, reduced[0][v], EPI == kSwiGLU ? reduced[0][v + kValues / 2] : 0.f);
 }
 
 struct Shape {
     int pairs;
     int splits;
     int values;
+    bool cluster;  // the splits of a pair are one thread block cluster, reduced in shared memory
 };
 
 int row_tiles(int m) { return (m + 7) / 8; }
@@ -227,22 +261,86 @@ int multiprocessors() {
     return current_device_attribute(cudaDevAttrMultiProcessorCount, &sms) == cudaSuccess ? sms : 0;
 }
 
+// Whether split pairs run as clusters: compute capability 9 or newer, unless the environment sets
+// VOXCPM_SKINNY_CLUSTER=0 (A/B timing). Read once per process; the device is the current one.
+bool clusters_enabled() {
+    static const bool allowed = [] {
+        const char* value = getenv("VOXCPM_SKINNY_CLUSTER");
+        return value == nullptr || value[0] != '0';
+    }();
+    int major = 0;
+    return allowed && current_device_attribute(cudaDevAttrComputeCapabilityMajor, &major) == cudaSuccess && major >= 9;
+}
+
+template <int MT, int EPI> int active_clusters_of(int size) {
+    cudaLaunchAttribute attribute[1];
+    attribute[0].id = cudaLaunchAttributeClusterDimension;
+    attribute[0].val.clusterDim.x = 1;
+    attribute[0].val.clusterDim.y = size;
+    attribute[0].val.clusterDim.z = 1;
+    cudaLaunchConfig_t config{};
+    config.gridDim = dim3(1, size);
+    config.blockDim = dim3(kThreads);
+    config.attrs = attribute;
+    config.numAttrs = 1;
+    int clusters = 0;
+    const cudaError_t error = cudaOccupancyMaxActiveClusters(&clusters, kernel_of<__nv_bfloat16, MT, EPI>(), &config);
+    return error == cudaSuccess ? clusters : 0;
+}
+
+template <int MT> int active_clusters_of(int epilogue, int size) {
+    return epilogue == kSwiGLU ? active_clusters_of<MT, kSwiGLU>(size) : active_clusters_of<MT, kPlain>(size);
+}
+
+int active_clusters_uncached(int tiles, int epilogue, int size) {
+    switch (tiles) {
+        case 1: return active_clusters_of<1>(epilogue, size);
+        case 2: return active_clusters_of<2>(epilogue, size);
+        case 3: return active_clusters_of<3>(epilogue, size);
+        default: return active_clusters_of<4>(epilogue, size);
+    }
+}
+
+// Clusters of `size` blocks that fit on the GPU at once (each must sit within one GPC). The query
+// is slower than a launch, so its answers are kept per device.
+int active_clusters(int m, int epilogue, int size) {
+    constexpr int kDevices = 16;
+    static std::atomic<int> cached[kDevices][4][2][kMaxClusterSplits + 1];  // answer + 1; 0 unknown
+    const int tiles = std::min(row_tiles(m), 4);
+    int device = 0;
+    if (cudaGetDevice(&device) != cudaSuccess || device < 0 || device >= kDevices)
+        return active_clusters_uncached(tiles, epilogue, size);
+    std::atomic<int>& slot = cached[device][tiles - 1][epilogue == kSwiGLU][size];
+    int known = slot.load(std::memory_order_relaxed);
+    if (known == 0) {
+        known = active_clusters_uncached(tiles, epilogue, size) + 1;
+        slot.store(known, std::memory_order_relaxed);
+    }
+    return known - 1;
+}
+
 // Splits of k so the whole grid runs as one wave of resident blocks (a second, partial wave would
-// double the time of these one-round-trip kernels), each split at least 4 chunks.
+// double the time of these one-round-trip kernels), each split at least 4 chunks. As clusters,
+// at most 8 splits, and fewer while the pairs' clusters would not all fit at once.
 Shape plan(int m, int n, int k, int epilogue) {
     const int pairs = n / 32;  // 32 rows: two adjacent tiles, or one gate and one up tile
     const int chunks = k / kChunk;
     const int slots = resident_blocks(m, epilogue) * multiprocessors();
-    const int splits = std::max(1, std::min({slots / std::max(pairs, 1), chunks / 4, kMaxSplits}));
-    return {pairs, splits, 2 * row_tiles(m) * 4 * 32};
+    int splits = std::max(1, std::min({slots / std::max(pairs, 1), chunks / 4, kMaxSplits}));
+    const int values = 2 * row_tiles(m) * 4 * 32;
+    if (splits == 1 || !clusters_enabled()) return {pairs, splits, values, false};
+    splits = std::min(splits, kMaxClusterSplits);
+    while (splits > 1 && active_clusters(m, epilogue, splits) < pairs) --splits;
+    return {pairs, splits, values, splits > 1};
 }
 
 template <typename T, int MT, int EPI>
 int launch_tiles(const void* x, const void* w, void* out, float* partials, int* counters, int m, int k, int out_cols,
                  int second, const Shape& shape, cudaStream_t stream) {
-    return launch_kernel(kernel_of<T, MT, EPI>(), dim3(shape.pairs, shape.splits), dim3(kThreads), 0, stream,
-                         static_cast<const T*>(x), static_cast<const T*>(w), static_cast<T*>(out), partials, counters,
-                         m, k, out_cols, second);
+    return launch_kernel_in_clusters(kernel_of<T, MT, EPI>(), dim3(shape.pairs, shape.splits), dim3(kThreads), 0,
+                                     dim3(1, shape.cluster ? shape.splits : 1), stream, static_cast<const T*>(x),
+                                     static_cast<const T*>(w), static_cast<T*>(out), partials, counters, m, k,
+                                     out_cols, second, shape.cluster ? shape.splits : 0);
 }
 
 template <typename T, int EPI>

@@ -153,8 +153,9 @@ VOXCPM_API int voxcpm_snake(const void* x, int64_t x_batch_stride, int64_t x_cha
                             int64_t length, int dtype, void* stream);
 
 /*
- * Linear layer for a few activation rows (tensor cores, split-K with a deterministic reduction by
- * the block that finishes last):
+ * Linear layer for a few activation rows (tensor cores, split-K with a deterministic reduction: by
+ * the block that finishes last, or on compute capability 9+ through distributed shared memory
+ * within a thread block cluster, in the same order; VOXCPM_SKINNY_CLUSTER=0 keeps the first):
  *   epilogue 0: out[m, n] = x[m, k] @ weight[n, k]^T
  *   epilogue 1 (SwiGLU): weight is [gate; up] ([n = 2 * inter, k]); out[m, inter] =
  *     silu(gate) * up, with gate and up rounded to dtype first and silu(gate) before the product

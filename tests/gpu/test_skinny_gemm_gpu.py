@@ -108,6 +108,39 @@ def test_replays_inside_a_cuda_graph():
         assert torch.equal(fused, ops.skinny_gemm(static_x, gate_up, sg.SWIGLU))
 
 
+CLUSTER_OFF_SCRIPT = """
+import sys, torch
+from tests.gpu.test_skinny_gemm_gpu import operands
+from voxcpm_triton import ops
+m, k, n, epilogue = map(int, sys.argv[1:5])
+x, weight = operands(m, k, n, torch.bfloat16, seed=m + k + n)
+torch.save(ops.skinny_gemm(x, weight, epilogue).cpu(), sys.argv[5])
+"""
+
+
+@pytest.mark.skipif(torch.cuda.is_available() and torch.cuda.get_device_capability()[0] < 9,
+                    reason="thread block clusters need compute capability 9")
+@pytest.mark.parametrize("m,k,n,epilogue", ((1, 2048, 2560, sg.PLAIN), (22, 2048, 1024, sg.PLAIN),
+                                            (22, 4096, 1024, sg.PLAIN), (9, 1024, 2048, sg.SWIGLU)))
+def test_cluster_and_global_split_sums_agree_bit_for_bit(tmp_path, m, k, n, epilogue):
+    """The split-K sums through a cluster's shared memory (this process) against the global-memory
+    path (a process with VOXCPM_SKINNY_CLUSTER=0: the library reads it once)."""
+    import os
+    import subprocess
+    import sys
+    from pathlib import Path
+
+    assert library.library().voxcpm_skinny_gemm_workspace_bytes(m, n, k, epilogue) > 0  # split-K path
+    x, weight = operands(m, k, n, torch.bfloat16, seed=m + k + n)
+    here = ops.skinny_gemm(x, weight, epilogue).cpu()
+    saved = tmp_path / "global.pt"
+    root = Path(__file__).resolve().parents[2]
+    env = dict(os.environ, VOXCPM_SKINNY_CLUSTER="0", PYTHONPATH=str(root))
+    subprocess.run([sys.executable, "-c", CLUSTER_OFF_SCRIPT, str(m), str(k), str(n), str(epilogue), str(saved)],
+                   env=env, check=True, cwd=root, timeout=120)
+    assert torch.equal(here, torch.load(saved))
+
+
 def test_wrong_arguments_are_refused():
     x, weight = operands(4, 64, 64, torch.bfloat16, seed=1)
     with pytest.raises(ValueError, match="rows"):
