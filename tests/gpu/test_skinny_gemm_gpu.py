@@ -108,7 +108,7 @@ def test_replays_inside_a_cuda_graph():
         assert torch.equal(fused, ops.skinny_gemm(static_x, gate_up, sg.SWIGLU))
 
 
-CLUSTER_OFF_SCRIPT = """
+GLOBAL_PATH_SCRIPT = """
 import sys, torch
 from tests.gpu.test_skinny_gemm_gpu import operands
 from voxcpm_triton import ops
@@ -122,9 +122,11 @@ torch.save(ops.skinny_gemm(x, weight, epilogue).cpu(), sys.argv[5])
                     reason="thread block clusters need compute capability 9")
 @pytest.mark.parametrize("m,k,n,epilogue", ((1, 2048, 2560, sg.PLAIN), (22, 2048, 1024, sg.PLAIN),
                                             (22, 4096, 1024, sg.PLAIN), (9, 1024, 2048, sg.SWIGLU)))
-def test_cluster_and_global_split_sums_agree_bit_for_bit(tmp_path, m, k, n, epilogue):
-    """The split-K sums through a cluster's shared memory (this process) against the global-memory
-    path (a process with VOXCPM_SKINNY_CLUSTER=0: the library reads it once)."""
+def test_global_split_reduction_still_matches_on_hopper(tmp_path, m, k, n, epilogue):
+    """On Hopper the split sums go through a cluster's shared memory; the global-memory path
+    (VOXCPM_SKINNY_CLUSTER=0, read once per process: so a child process) stays correct there. The
+    two may split k differently (clusters take at most 8 splits, and fewer where they would not
+    all fit at once), so they agree within the kernel's tolerance, not bit for bit."""
     import os
     import subprocess
     import sys
@@ -132,13 +134,15 @@ def test_cluster_and_global_split_sums_agree_bit_for_bit(tmp_path, m, k, n, epil
 
     assert library.library().voxcpm_skinny_gemm_workspace_bytes(m, n, k, epilogue) > 0  # split-K path
     x, weight = operands(m, k, n, torch.bfloat16, seed=m + k + n)
-    here = ops.skinny_gemm(x, weight, epilogue).cpu()
     saved = tmp_path / "global.pt"
     root = Path(__file__).resolve().parents[2]
     env = dict(os.environ, VOXCPM_SKINNY_CLUSTER="0", PYTHONPATH=str(root))
-    subprocess.run([sys.executable, "-c", CLUSTER_OFF_SCRIPT, str(m), str(k), str(n), str(epilogue), str(saved)],
+    subprocess.run([sys.executable, "-c", GLOBAL_PATH_SCRIPT, str(m), str(k), str(n), str(epilogue), str(saved)],
                    env=env, check=True, cwd=root, timeout=120)
-    assert torch.equal(here, torch.load(saved))
+    tol = TOLERANCE[torch.bfloat16]
+    reference = expected(x, weight, epilogue).float().cpu()
+    torch.testing.assert_close(torch.load(saved).float(), reference, atol=tol, rtol=tol)
+    torch.testing.assert_close(ops.skinny_gemm(x, weight, epilogue).float().cpu(), reference, atol=tol, rtol=tol)
 
 
 def test_wrong_arguments_are_refused():
