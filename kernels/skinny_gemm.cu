@@ -263,6 +263,17 @@ int multiprocessors() {
     return current_device_attribute(cudaDevAttrMultiProcessorCount, &sms) == cudaSuccess ? sms : 0;
 }
 
+// Blocks per multiprocessor the split plan fills: all that fit, or VOXCPM_SKINNY_SPLIT_BLOCKS (A/B:
+// 1 leaves a slot for the next kernel's blocks to start streaming their weights early).
+int split_blocks_per_sm() {
+    static const int blocks = [] {
+        const char* value = getenv("VOXCPM_SKINNY_SPLIT_BLOCKS");
+        const int parsed = value == nullptr ? 0 : atoi(value);
+        return parsed >= 1 ? parsed : 1 << 20;
+    }();
+    return blocks;
+}
+
 // Whether split pairs run as clusters: compute capability 9 or newer, unless the environment sets
 // VOXCPM_SKINNY_CLUSTER=0 (A/B timing). Read once per process; the device is the current one.
 bool clusters_enabled() {
@@ -327,7 +338,7 @@ int active_clusters(int m, int epilogue, int size) {
 Shape plan(int m, int n, int k, int epilogue) {
     const int pairs = n / 32;  // 32 rows: two adjacent tiles, or one gate and one up tile
     const int chunks = k / kChunk;
-    const int slots = resident_blocks(m, epilogue) * multiprocessors();
+    const int slots = std::min(resident_blocks(m, epilogue), split_blocks_per_sm()) * multiprocessors();
     int splits = std::max(1, std::min({slots / std::max(pairs, 1), chunks / 4, kMaxSplits}));
     const int values = 2 * row_tiles(m) * 4 * 32;
     if (splits == 1 || !clusters_enabled()) return {pairs, splits, values, false};
