@@ -263,12 +263,15 @@ int multiprocessors() {
     return current_device_attribute(cudaDevAttrMultiProcessorCount, &sms) == cudaSuccess ? sms : 0;
 }
 
-// Blocks per multiprocessor the split plan fills: all that fit, or VOXCPM_SKINNY_SPLIT_BLOCKS (A/B:
-// 1 leaves a slot for the next kernel's blocks to start streaming their weights early).
+// Blocks per multiprocessor the split plan fills: one, so that a slot stays free where the next
+// kernel's blocks (launched early, as programmatic dependents) start streaming their weight while
+// this kernel runs; filling both slots made the step at one stream 11% slower (perf/RESULTS.md
+// run 23). VOXCPM_SKINNY_SPLIT_BLOCKS=N plans for N instead, 0 for all that fit (A/B timing).
 int split_blocks_per_sm() {
     static const int blocks = [] {
         const char* value = getenv("VOXCPM_SKINNY_SPLIT_BLOCKS");
-        const int parsed = value == nullptr ? 0 : atoi(value);
+        if (value == nullptr) return 1;
+        const int parsed = atoi(value);
         return parsed >= 1 ? parsed : 1 << 20;
     }();
     return blocks;
@@ -332,8 +335,9 @@ int active_clusters(int m, int epilogue, int size) {
     return known - 1;
 }
 
-// Splits of k so the whole grid runs as one wave of resident blocks (a second, partial wave would
-// double the time of these one-round-trip kernels), each split at least 4 chunks. As clusters,
+// Splits of k so the whole grid runs as one wave of one block per multiprocessor (a second,
+// partial wave would double the time of these one-round-trip kernels), each split at least 4
+// chunks. As clusters,
 // at most 8 splits, and fewer while the pairs' clusters would not all fit at once.
 Shape plan(int m, int n, int k, int epilogue) {
     const int pairs = n / 32;  // 32 rows: two adjacent tiles, or one gate and one up tile
