@@ -288,67 +288,20 @@ bool clusters_enabled() {
     return allowed && current_device_attribute(cudaDevAttrComputeCapabilityMajor, &major) == cudaSuccess && major >= 9;
 }
 
-template <int MT, int EPI> int active_clusters_of(int size) {
-    cudaLaunchAttribute attribute[1];
-    attribute[0].id = cudaLaunchAttributeClusterDimension;
-    attribute[0].val.clusterDim.x = 1;
-    attribute[0].val.clusterDim.y = size;
-    attribute[0].val.clusterDim.z = 1;
-    cudaLaunchConfig_t config{};
-    config.gridDim = dim3(1, size);
-    config.blockDim = dim3(kThreads);
-    config.attrs = attribute;
-    config.numAttrs = 1;
-    int clusters = 0;
-    const cudaError_t error = cudaOccupancyMaxActiveClusters(&clusters, kernel_of<__nv_bfloat16, MT, EPI>(), &config);
-    return error == cudaSuccess ? clusters : 0;
-}
-
-template <int MT> int active_clusters_of(int epilogue, int size) {
-    return epilogue == kSwiGLU ? active_clusters_of<MT, kSwiGLU>(size) : active_clusters_of<MT, kPlain>(size);
-}
-
-int active_clusters_uncached(int tiles, int epilogue, int size) {
-    switch (tiles) {
-        case 1: return active_clusters_of<1>(epilogue, size);
-        case 2: return active_clusters_of<2>(epilogue, size);
-        case 3: return active_clusters_of<3>(epilogue, size);
-        default: return active_clusters_of<4>(epilogue, size);
-    }
-}
-
-// Clusters of `size` blocks that fit on the GPU at once (each must sit within one GPC). The query
-// is slower than a launch, so its answers are kept per device.
-int active_clusters(int m, int epilogue, int size) {
-    constexpr int kDevices = 16;
-    static std::atomic<int> cached[kDevices][4][2][kMaxClusterSplits + 1];  // answer + 1; 0 unknown
-    const int tiles = std::min(row_tiles(m), 4);
-    int device = 0;
-    if (cudaGetDevice(&device) != cudaSuccess || device < 0 || device >= kDevices)
-        return active_clusters_uncached(tiles, epilogue, size);
-    std::atomic<int>& slot = cached[device][tiles - 1][epilogue == kSwiGLU][size];
-    int known = slot.load(std::memory_order_relaxed);
-    if (known == 0) {
-        known = active_clusters_uncached(tiles, epilogue, size) + 1;
-        slot.store(known, std::memory_order_relaxed);
-    }
-    return known - 1;
-}
-
 // Splits of k so the whole grid runs as one wave of one block per multiprocessor (a second,
 // partial wave would double the time of these one-round-trip kernels), each split at least 4
-// chunks. As clusters,
-// at most 8 splits, and fewer while the pairs' clusters would not all fit at once.
+// chunks; as clusters, at most 8. Those clusters fit in one wave without asking the driver: the
+// plan takes half the two blocks per multiprocessor the registers allow, and a GPC of >= 16 of
+// them holds 4 clusters of 8 at once. (cudaOccupancyMaxActiveClusters would say so too, but called
+// while a stream is being captured it invalidated the capture: perf/RESULTS.md run 24.)
 Shape plan(int m, int n, int k, int epilogue) {
     const int pairs = n / 32;  // 32 rows: two adjacent tiles, or one gate and one up tile
     const int chunks = k / kChunk;
     const int slots = std::min(resident_blocks(m, epilogue), split_blocks_per_sm()) * multiprocessors();
-    int splits = std::max(1, std::min({slots / std::max(pairs, 1), chunks / 4, kMaxSplits}));
+    const int splits = std::max(1, std::min({slots / std::max(pairs, 1), chunks / 4, kMaxSplits}));
     const int values = 2 * row_tiles(m) * 4 * 32;
     if (splits == 1 || !clusters_enabled()) return {pairs, splits, values, false};
-    splits = std::min(splits, kMaxClusterSplits);
-    while (splits > 1 && active_clusters(m, epilogue, splits) < pairs) --splits;
-    return {pairs, splits, values, splits > 1};
+    return {pairs, std::min(splits, kMaxClusterSplits), values, true};
 }
 
 template <typename T, int MT, int EPI>
