@@ -155,7 +155,7 @@ VOXCPM_API int voxcpm_snake(const void* x, int64_t x_batch_stride, int64_t x_cha
 /*
  * Linear layer for a few activation rows (tensor cores, split-K with a deterministic reduction: by
  * the block that finishes last, or on compute capability 9+ through distributed shared memory
- * within a thread block cluster, in the same order; VOXCPM_SKINNY_CLUSTER=0 keeps the first):
+ * within a thread block cluster of at most 8 splits; VOXCPM_SKINNY_CLUSTER=0 keeps the first):
  *   epilogue 0: out[m, n] = x[m, k] @ weight[n, k]^T
  *   epilogue 1 (SwiGLU): weight is [gate; up] ([n = 2 * inter, k]); out[m, inter] =
  *     silu(gate) * up, with gate and up rounded to dtype first and silu(gate) before the product
