@@ -9,6 +9,11 @@ Build the library first: build/build_kernels.sh.
 
 from __future__ import annotations
 
+import os
+import subprocess
+import sys
+from pathlib import Path
+
 import pytest
 import torch
 
@@ -125,13 +130,8 @@ torch.save(ops.skinny_gemm(x, weight, epilogue).cpu(), sys.argv[5])
 def test_global_split_reduction_still_matches_on_hopper(tmp_path, m, k, n, epilogue):
     """On Hopper the split sums go through a cluster's shared memory; the global-memory path
     (VOXCPM_SKINNY_CLUSTER=0, read once per process: so a child process) stays correct there. The
-    two may split k differently (clusters take at most 8 splits, and fewer where they would not
-    all fit at once), so they agree within the kernel's tolerance, not bit for bit."""
-    import os
-    import subprocess
-    import sys
-    from pathlib import Path
-
+    two may split k differently (clusters take at most 8 splits), so they agree within the
+    kernel's tolerance, not bit for bit."""
     assert library.library().voxcpm_skinny_gemm_workspace_bytes(m, n, k, epilogue) > 0  # split-K path
     x, weight = operands(m, k, n, torch.bfloat16, seed=m + k + n)
     saved = tmp_path / "global.pt"
