@@ -88,10 +88,10 @@ def test_windows_reach_their_sinks_unchanged(model, sink_type):
     expected = _direct(model, make())
     slots: list[int] = []
     loop = EngineLoop(_engine(model), on_live_slots=slots.append)
-    loop.start()
     sinks = {rid: sink_type() for rid in lengths}
     for request in make():
         loop.submit(request, sinks[request.request_id])
+    loop.start()  # after the submissions: the first step admits all, as in _direct (same batches, same bits)
     for sink in sinks.values():
         assert sink.ended.wait(60)
     loop.stop()
@@ -206,10 +206,10 @@ def test_streams_are_shared_among_delivery_threads_in_order(model, delivery_thre
     make = lambda: [_request(model, rid, [5 + i, 9, 12], 4 + i, seed=i) for i, rid in enumerate(ids)]
     expected = _direct(model, make())
     loop = EngineLoop(_engine(model), delivery_threads=delivery_threads)
-    loop.start()
     sinks = {rid: ThreadRecordingSink() for rid in ids}
     for request in make():
         loop.submit(request, sinks[request.request_id])
+    loop.start()  # after the submissions, as above
     for sink in sinks.values():
         assert sink.ended.wait(60)
     loop.stop()
