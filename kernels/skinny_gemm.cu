@@ -69,7 +69,7 @@ template <int MT> struct Frag {
 template <typename T, int MT, int U, int EPI>
 __global__ void __launch_bounds__(kThreads) skinny_gemm_kernel(
     const T* __restrict__ x, const T* __restrict__ w, T* __restrict__ out, float* __restrict__ partials,
-    int* __restrict__ counters, int m, int k, int out_cols, int second, int cluster_splits) {
+    int* __restrict__ counters, int m, int k, int out_cols, int second, bool in_cluster) {
     __shared__ float reduced[kWarps][Frag<MT>::kValues];
     __shared__ bool last_block;
     const int lane = threadIdx.x & 31;
@@ -177,19 +177,19 @@ __global__ void __launch_bounds__(kThreads) skinny_gemm_kernel(
     constexpr int kOutputs = EPI == kSwiGLU ? kValues / 2 : kValues;
 
 #if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
-    if (cluster_splits > 1) {
+    if (in_cluster) {  // the pair's splits (gridDim.y) are one cluster
         namespace cg = cooperative_groups;
         cg::cluster_group cluster = cg::this_cluster();
         cluster.sync();  // every split's sums are in its shared memory
         const float* peers[kMaxClusterSplits];
 #pragma unroll
         for (int s = 0; s < kMaxClusterSplits; ++s)
-            peers[s] = cluster.map_shared_rank(&reduced[0][0], s < cluster_splits ? s : 0);
-        for (int v = split * kThreads + threadIdx.x; v < kOutputs; v += cluster_splits * kThreads) {
+            peers[s] = cluster.map_shared_rank(&reduced[0][0], s < splits ? s : 0);
+        for (int v = split * kThreads + threadIdx.x; v < kOutputs; v += splits * kThreads) {
             float sum = 0.f, up_sum = 0.f;
 #pragma unroll
             for (int s = 0; s < kMaxClusterSplits; ++s) {
-                if (s < cluster_splits) {
+                if (s < splits) {
                     sum += peers[s][v];
                     if (EPI == kSwiGLU) up_sum += peers[s][v + kValues / 2];
                 }
@@ -310,7 +310,7 @@ int launch_tiles(const void* x, const void* w, void* out, float* partials, int* 
     return launch_kernel_in_clusters(kernel_of<T, MT, EPI>(), dim3(shape.pairs, shape.splits), dim3(kThreads), 0,
                                      dim3(1, shape.cluster ? shape.splits : 1), stream, static_cast<const T*>(x),
                                      static_cast<const T*>(w), static_cast<T*>(out), partials, counters, m, k,
-                                     out_cols, second, shape.cluster ? shape.splits : 0);
+                                     out_cols, second, shape.cluster);
 }
 
 template <typename T, int EPI>
