@@ -127,7 +127,8 @@ def main() -> int:
         run_profile_step(args.out / "throwaway", variants[0], profile_args + ["--batches", first_batch],
                          args.run_timeout_s)
     runs: dict[str, list[dict[tuple[str, int], float]]] = {v.name: [] for v in variants}
-    for variant, repeat in schedule(variants, args.repeats):
+    order = schedule(variants, args.repeats)
+    for variant, repeat in order:
         summary = run_profile_step(args.out / f"{variant.name}_{repeat}", variant,
                                    profile_args + ["--batches", args.batches], args.run_timeout_s)
         runs[variant.name].append(step_ms(summary) if summary else {})
@@ -137,7 +138,7 @@ def main() -> int:
     (args.out / "ab_step.md").write_text(text + "\n")
     (args.out / "ab_step.json").write_text(json.dumps({
         "variants": [{"name": v.name, "env": v.env} for v in variants],
-        "order": [f"{v.name}_{r}" for v, r in schedule(variants, args.repeats)],
+        "order": [f"{v.name}_{r}" for v, r in order],
         "runs": {name: [[{"mode": m, "batch": b, "step_ms": ms} for (m, b), ms in sorted(run.items())]
                         for run in per_variant] for name, per_variant in runs.items()},
     }, indent=1))
