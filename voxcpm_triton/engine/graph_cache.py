@@ -13,6 +13,8 @@ from typing import Generic, TypeVar
 
 import torch
 
+from voxcpm_triton.engine.collector_pause import collector_paused
+
 WARM_UP_RUNS = 2  # eager runs before capture: lazy tables, cuBLAS workspaces, cuDNN algorithms
 
 G = TypeVar("G")
@@ -59,7 +61,7 @@ class GraphCache(Generic[G]):
                 fn(*inputs)
         current.wait_stream(side)
         graph = torch.cuda.CUDAGraph()
-        with torch.cuda.graph(graph, pool=self._pool, capture_error_mode=self.capture_error_mode):
+        with collector_paused(), torch.cuda.graph(graph, pool=self._pool, capture_error_mode=self.capture_error_mode):
             out = fn(*inputs)
         self._pool = graph.pool()
         return graph, out
