@@ -13,6 +13,12 @@
 //    last (a counter per tile pair), so the result is deterministic and one launch does it all;
 //  - the SwiGLU epilogue pairs gate rows [r, r + 16) with up rows [inter + r, inter + r + 16) of a
 //    fused [gate; up] weight and writes silu(gate) * up: the gate_up output never reaches memory;
+//  - two more options let a decoder layer drop its two add_rmsnorm kernels. The RMSNorm of x
+//    becomes part of the GEMM, since norm(x) @ w^T = rsqrt(mean(x^2) + eps) * ((x * gain) @ w^T)
+//    row by row: the activation words are multiplied by the gain as they are loaded, the squares
+//    of x are summed from the same words (every k of a row passes through exactly one warp of each
+//    block column, so the splits' sums give the whole row) and the epilogue scales the rows. The
+//    residual add writes residual + scale * out, in place when out is the residual;
 //  - on Hopper the splits of a pair run as one thread block cluster and are summed through
 //    distributed shared memory: each block reads its slice of the outputs from every peer's shared
 //    memory, in split order, and writes it. The global-memory path (partials, a fence, a counter,
@@ -23,7 +29,8 @@
 //  - launched as a programmatic dependent (kernels/common.cuh), each warp issues its first weight
 //    loads before waiting for the kernel before it, so the weight streams while that kernel drains
 //    (at one stream nearly every warp has a single round of chunks: all its weight loads go early).
-//    The weight must therefore not be written by the kernels just before on the stream.
+//    The weight (and the norm's gain) must therefore not be written by the kernels just before on
+//    the stream.
 #include <cooperative_groups.h>
 
 #include "common.cuh"
@@ -39,10 +46,55 @@ constexpr int kMaxRows = 32;
 constexpr int kMaxSplits = 16;
 constexpr int kMaxClusterSplits = 8;  // the portable cluster size
 
-enum Epilogue { kPlain = 0, kSwiGLU = 1 };
+enum Epilogue { kPlain = 0, kSwiGLU = VOXCPM_SKINNY_SWIGLU };
+constexpr int kRowRms = VOXCPM_SKINNY_ROW_RMS;
+constexpr int kResidual = VOXCPM_SKINNY_RESIDUAL;
+// The gain staged for ROW_RMS: at most 16 KB of shared memory, which leaves the two blocks per
+// multiprocessor the registers allow.
+constexpr int kMaxNormK = 8192;
+constexpr int kRowSlots = 32;  // per-row sums of squares kept after the fragment values (kMaxRows)
 
 __device__ __forceinline__ uint32_t word(const uint4& v, int i) {
     return i == 0 ? v.x : i == 1 ? v.y : i == 2 ? v.z : v.w;
+}
+
+template <typename T> __device__ __forceinline__ float2 unpack(uint32_t w);
+template <> __device__ __forceinline__ float2 unpack<__nv_bfloat16>(uint32_t w) {
+    return make_float2(__uint_as_float(w << 16), __uint_as_float(w & 0xffff0000u));
+}
+template <> __device__ __forceinline__ float2 unpack<__half>(uint32_t w) {
+    return __half22float2(*reinterpret_cast<const __half2*>(&w));
+}
+
+// The 8 elements of v times the 8 of gain, each product rounded to T (exact in fp32 before that).
+template <typename T> __device__ __forceinline__ uint4 times(const uint4& v, const uint4& gain);
+template <> __device__ __forceinline__ uint4 times<__nv_bfloat16>(const uint4& v, const uint4& gain) {
+    uint4 out;
+    const auto* a = reinterpret_cast<const __nv_bfloat162*>(&v);
+    const auto* b = reinterpret_cast<const __nv_bfloat162*>(&gain);
+    auto* c = reinterpret_cast<__nv_bfloat162*>(&out);
+#pragma unroll
+    for (int i = 0; i < 4; ++i) c[i] = __hmul2(a[i], b[i]);
+    return out;
+}
+template <> __device__ __forceinline__ uint4 times<__half>(const uint4& v, const uint4& gain) {
+    uint4 out;
+    const auto* a = reinterpret_cast<const __half2*>(&v);
+    const auto* b = reinterpret_cast<const __half2*>(&gain);
+    auto* c = reinterpret_cast<__half2*>(&out);
+#pragma unroll
+    for (int i = 0; i < 4; ++i) c[i] = __hmul2(a[i], b[i]);
+    return out;
+}
+
+template <typename T> __device__ __forceinline__ float sum_squares(const uint4& v) {
+    float sum = 0.f;
+#pragma unroll
+    for (int i = 0; i < 4; ++i) {
+        const float2 pair = unpack<T>(word(v, i));
+        sum = fmaf(pair.x, pair.x, fmaf(pair.y, pair.y, sum));
+    }
+    return sum;
 }
 
 // Weights are read once per call: keep them out of L1 so the activations stay there.
@@ -67,10 +119,12 @@ template <int MT> struct Frag {
 // grid (pairs, splits); pair p owns weight rows [base, base + 16) and [base + second, base + second
 // + 16) with base = p * 32, second = 16 (plain) or base = p * 16, second = inter (SwiGLU).
 template <typename T, int MT, int U, int EPI>
-__global__ void __launch_bounds__(kThreads) skinny_gemm_kernel(
-    const T* __restrict__ x, const T* __restrict__ w, T* __restrict__ out, float* __restrict__ partials,
-    int* __restrict__ counters, int m, int k, int out_cols, int second, bool in_cluster) {
+__global__ void __launch_bounds__(kThreads, 2) skinny_gemm_kernel(
+    const T* __restrict__ x, const T* __restrict__ w, T* out, const T* __restrict__ gain, const T* residual,
+    float* __restrict__ partials, int* __restrict__ counters, int m, int k, int out_cols, int second, int options,
+    float residual_scale, float rms_eps, int cluster_splits) {
     __shared__ float reduced[kWarps][Frag<MT>::kValues];
+    __shared__ float row_squares[kWarps][kRowSlots];
     __shared__ bool last_block;
     const int lane = threadIdx.x & 31;
     const int warp = threadIdx.x >> 5;
@@ -92,6 +146,10 @@ __global__ void __launch_bounds__(kThreads) skinny_gemm_kernel(
         xrows[nt] = x + static_cast<size_t>(live[nt] ? nt * 8 + g : 0) * k + t * 8;
     }
 
+    const bool row_rms = options & kRowRms;
+    float squares[MT];
+#pragma unroll
+    for (int nt = 0; nt < MT; ++nt) squares[nt] = 0.f;
     float acc[2][MT][4];
 #pragma unroll
     for (int tl = 0; tl < 2; ++tl)
@@ -116,6 +174,13 @@ __global__ void __launch_bounds__(kThreads) skinny_gemm_kernel(
     };
     pdl_launch_dependents();
     if (first < chunks) load_weights(first);
+    // The norm's gain, like the weight, is a parameter: staged before the wait, read from shared
+    // memory in the loop (an L2 round trip per chunk there would serialise with the mma).
+    extern __shared__ uint4 staged_gain[];
+    if (row_rms) {
+        for (int i = threadIdx.x; i < k / 8; i += kThreads) staged_gain[i] = __ldg(reinterpret_cast<const uint4*>(gain) + i);
+        __syncthreads();
+    }
     pdl_wait();
     for (; first < chunks; first += stride * U) {
         uint4 b[U][MT];
@@ -130,6 +195,14 @@ __global__ void __launch_bounds__(kThreads) skinny_gemm_kernel(
 #pragma unroll
         for (int u = 0; u < U; ++u) {
             if (first + u * stride >= chunks) break;
+            if (row_rms) {
+                const uint4 g8 = staged_gain[((first + u * stride) * kChunk + t * 8) / 8];
+#pragma unroll
+                for (int nt = 0; nt < MT; ++nt) {
+                    squares[nt] += sum_squares<T>(b[u][nt]);
+                    b[u][nt] = times<T>(b[u][nt], g8);
+                }
+            }
             // Logical k {2t, 2t+1 | 2t+8, 2t+9} of mma j are physical 8t + 4j + {0, 1 | 2, 3}.
 #pragma unroll
             for (int j = 0; j < 2; ++j)
@@ -146,81 +219,159 @@ __global__ void __launch_bounds__(kThreads) skinny_gemm_kernel(
         if (first + stride * U < chunks) load_weights(first + stride * U);
     }
 
+    constexpr int kValues = Frag<MT>::kValues;
+    constexpr int kRows = MT * 8;
+    constexpr int kOutputs = EPI == kSwiGLU ? kValues / 2 : kValues;
+#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
+    const bool in_cluster = cluster_splits > 1;
+#else
+    const bool in_cluster = false;  // code built for older GPUs (a JIT from their PTX): the global path
+#endif
+    // The outputs this thread writes: in a cluster each block takes a slice of them, otherwise the
+    // pair's last block writes all. At most kOutputs / kThreads <= MT each.
+    const int first_output = in_cluster ? split * kThreads + threadIdx.x : threadIdx.x;
+    const int output_step = in_cluster ? cluster_splits * kThreads : kThreads;
+    // The residual values those outputs add, read now so that the reduction hides the round trip;
+    // outputs are written only after every block of the pair has read its own.
+    float resid[MT];
+    if (EPI == kPlain && (options & kResidual)) {
+#pragma unroll
+        for (int i = 0; i < MT; ++i) {
+            const int v = first_output + i * output_step;
+            const Frag<MT> f(v < kOutputs ? v : 0);
+            resid[i] = v < kOutputs && f.token() < m
+                           ? to_float<T>(residual[static_cast<size_t>(f.token()) * out_cols + base + f.tile * 16 + f.row()])
+                           : 0.f;
+        }
+    }
+
 #pragma unroll
     for (int tl = 0; tl < 2; ++tl)
 #pragma unroll
         for (int nt = 0; nt < MT; ++nt)
 #pragma unroll
             for (int r = 0; r < 4; ++r) reduced[warp][((tl * MT + nt) * 4 + r) * 32 + lane] = acc[tl][nt][r];
+    if (row_rms) {
+#pragma unroll
+        for (int nt = 0; nt < MT; ++nt) {
+            // The four lanes of a row hold different k; zero rows past m sum to zero.
+            float sum = squares[nt] + __shfl_xor_sync(0xffffffffu, squares[nt], 1);
+            sum += __shfl_xor_sync(0xffffffffu, sum, 2);
+            if (t == 0) row_squares[warp][nt * 8 + g] = sum;
+        }
+    }
     __syncthreads();
-    constexpr int kValues = Frag<MT>::kValues;
     for (int v = threadIdx.x; v < kValues; v += kThreads) {
         float sum = 0.f;
 #pragma unroll
         for (int wi = 0; wi < kWarps; ++wi) sum += reduced[wi][v];
         reduced[0][v] = sum;  // each v is read and written by this thread only
     }
+    if (row_rms && threadIdx.x < kRows) {
+        float sum = 0.f;
+#pragma unroll
+        for (int wi = 0; wi < kWarps; ++wi) sum += row_squares[wi][threadIdx.x];
+        row_squares[0][threadIdx.x] = sum;
+    }
 
-    // Writes the outputs of fragment value v (and its up half for SwiGLU) from their k sums.
-    auto store = [&](int v, float sum, float up_sum) {
+    // Writes output i of this thread (fragment value v, and its up half for SwiGLU) from its k sums.
+    auto store = [&](int i, int v, float sum, float up_sum) {
         const Frag<MT> f(v);
         if (f.token() >= m) return;
+        const float scale = row_rms ? row_squares[1][f.token()] : 1.f;
         if (EPI == kSwiGLU) {
             // Rounded like swiglu on a materialised gate_up output.
-            const float gate = round_to<T>(sum);
-            const float up = round_to<T>(up_sum);
+            const float gate = round_to<T>(sum * scale);
+            const float up = round_to<T>(up_sum * scale);
             out[static_cast<size_t>(f.token()) * out_cols + base + f.row()] = from_float<T>(round_to<T>(silu(gate)) * up);
         } else {
-            out[static_cast<size_t>(f.token()) * out_cols + base + f.tile * 16 + f.row()] = from_float<T>(sum);
+            float value = sum * scale;
+            if (options & kResidual) value = fmaf(residual_scale, value, resid[i]);
+            out[static_cast<size_t>(f.token()) * out_cols + base + f.tile * 16 + f.row()] = from_float<T>(value);
         }
     };
-    constexpr int kOutputs = EPI == kSwiGLU ? kValues / 2 : kValues;
+    // The row scale as rms_norm computes it (the mean of the squares in fp32, then rsqrt), kept in
+    // row_squares[1] from whole-row sums in row_squares[0].
+    auto row_scales = [&]() {
+        if (row_rms && threadIdx.x < kRows) row_squares[1][threadIdx.x] = rsqrtf(row_squares[0][threadIdx.x] / k + rms_eps);
+    };
 
 #if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
-    if (in_cluster) {  // the pair's splits (gridDim.y) are one cluster
+    if (in_cluster) {
         namespace cg = cooperative_groups;
         cg::cluster_group cluster = cg::this_cluster();
         cluster.sync();  // every split's sums are in its shared memory
         const float* peers[kMaxClusterSplits];
+        const float* peer_rows[kMaxClusterSplits];
 #pragma unroll
-        for (int s = 0; s < kMaxClusterSplits; ++s)
-            peers[s] = cluster.map_shared_rank(&reduced[0][0], s < splits ? s : 0);
-        for (int v = split * kThreads + threadIdx.x; v < kOutputs; v += splits * kThreads) {
-            float sum = 0.f, up_sum = 0.f;
+        for (int s = 0; s < kMaxClusterSplits; ++s) {
+            peers[s] = cluster.map_shared_rank(&reduced[0][0], s < cluster_splits ? s : 0);
+            peer_rows[s] = cluster.map_shared_rank(&row_squares[0][0], s < cluster_splits ? s : 0);
+        }
+        float total_squares = 0.f;  // this thread's row (threadIdx.x < kRows) over the splits
+        if (row_rms && threadIdx.x < kRows) {
+#pragma unroll
+            for (int s = 0; s < kMaxClusterSplits; ++s)
+                if (s < cluster_splits) total_squares += peer_rows[s][threadIdx.x];
+        }
+        float sums[MT], up_sums[MT];
+#pragma unroll
+        for (int i = 0; i < MT; ++i) {
+            const int v = first_output + i * output_step;
+            sums[i] = up_sums[i] = 0.f;
+            if (v >= kOutputs) continue;
 #pragma unroll
             for (int s = 0; s < kMaxClusterSplits; ++s) {
-                if (s < splits) {
-                    sum += peers[s][v];
-                    if (EPI == kSwiGLU) up_sum += peers[s][v + kValues / 2];
+                if (s < cluster_splits) {
+                    sums[i] += peers[s][v];
+                    if (EPI == kSwiGLU) up_sums[i] += peers[s][v + kValues / 2];
                 }
             }
-            store(v, sum, up_sum);
         }
         cluster.sync();  // peers read this block's shared memory until here
+        if (row_rms && threadIdx.x < kRows) row_squares[0][threadIdx.x] = total_squares;
+        row_scales();
+        __syncthreads();
+#pragma unroll
+        for (int i = 0; i < MT; ++i) {
+            const int v = first_output + i * output_step;
+            if (v < kOutputs) store(i, v, sums[i], up_sums[i]);
+        }
         return;
     }
-#endif  // code built for older GPUs (a JIT from their PTX) takes the global-memory path below
+#endif
 
     if (splits > 1) {
-        float* mine = partials + (static_cast<size_t>(blockIdx.x) * splits + split) * kValues;
+        constexpr int kStride = kValues + kRowSlots;
+        float* mine = partials + (static_cast<size_t>(blockIdx.x) * splits + split) * kStride;
         for (int v = threadIdx.x; v < kValues; v += kThreads) mine[v] = reduced[0][v];
+        if (row_rms && threadIdx.x < kRows) mine[kValues + threadIdx.x] = row_squares[0][threadIdx.x];
         __threadfence();
         __syncthreads();
         if (threadIdx.x == 0) last_block = atomicAdd(&counters[blockIdx.x], 1) == splits - 1;
         __syncthreads();
         if (!last_block) return;
         __threadfence();
-        const float* all = partials + static_cast<size_t>(blockIdx.x) * splits * kValues;
+        const float* all = partials + static_cast<size_t>(blockIdx.x) * splits * kStride;
         for (int v = threadIdx.x; v < kValues; v += kThreads) {
             float sum = 0.f;
-            for (int s = 0; s < splits; ++s) sum += __ldcg(all + static_cast<size_t>(s) * kValues + v);
+            for (int s = 0; s < splits; ++s) sum += __ldcg(all + static_cast<size_t>(s) * kStride + v);
             reduced[0][v] = sum;
+        }
+        if (row_rms && threadIdx.x < kRows) {
+            float sum = 0.f;
+            for (int s = 0; s < splits; ++s) sum += __ldcg(all + static_cast<size_t>(s) * kStride + kValues + threadIdx.x);
+            row_squares[0][threadIdx.x] = sum;
         }
         if (threadIdx.x == 0) counters[blockIdx.x] = 0;  // ready for the next launch
     }
+    row_scales();
     __syncthreads();
-    for (int v = threadIdx.x; v < kOutputs; v += kThreads)
-        store(v, reduced[0][v], EPI == kSwiGLU ? reduced[0][v + kValues / 2] : 0.f);
+#pragma unroll
+    for (int i = 0; i < MT; ++i) {
+        const int v = first_output + i * output_step;
+        if (v < kOutputs) store(i, v, reduced[0][v], EPI == kSwiGLU ? reduced[0][v + kValues / 2] : 0.f);
+    }
 }
 
 struct Shape {
@@ -299,34 +450,49 @@ Shape plan(int m, int n, int k, int epilogue) {
     const int chunks = k / kChunk;
     const int slots = std::min(resident_blocks(m, epilogue), split_blocks_per_sm()) * multiprocessors();
     const int splits = std::max(1, std::min({slots / std::max(pairs, 1), chunks / 4, kMaxSplits}));
-    const int values = 2 * row_tiles(m) * 4 * 32;
+    const int values = 2 * row_tiles(m) * 4 * 32 + kRowSlots;  // fragments, then row sums of squares
     if (splits == 1 || !clusters_enabled()) return {pairs, splits, values, false};
     return {pairs, std::min(splits, kMaxClusterSplits), values, true};
 }
 
-template <typename T, int MT, int EPI>
-int launch_tiles(const void* x, const void* w, void* out, float* partials, int* counters, int m, int k, int out_cols,
-                 int second, const Shape& shape, cudaStream_t stream) {
-    return launch_kernel_in_clusters(kernel_of<T, MT, EPI>(), dim3(shape.pairs, shape.splits), dim3(kThreads), 0,
-                                     dim3(1, shape.cluster ? shape.splits : 1), stream, static_cast<const T*>(x),
-                                     static_cast<const T*>(w), static_cast<T*>(out), partials, counters, m, k,
-                                     out_cols, second, shape.cluster);
+// Everything a launch passes besides the operands' pointers and the grid.
+struct Args {
+    const void* x;
+    const void* w;
+    void* out;
+    const void* gain;
+    const void* residual;
+    float* partials;
+    int* counters;
+    int m, k, out_cols, second, options;
+    float residual_scale, rms_eps;
+};
+
+template <typename T, int MT, int EPI> int launch_tiles(const Args& a, const Shape& shape, cudaStream_t stream) {
+    const size_t gain_bytes = (a.options & kRowRms) ? static_cast<size_t>(a.k) * sizeof(T) : 0;
+    return launch_kernel_in_clusters(
+        kernel_of<T, MT, EPI>(), dim3(shape.pairs, shape.splits), dim3(kThreads), gain_bytes,
+        dim3(1, shape.cluster ? shape.splits : 1), stream, static_cast<const T*>(a.x), static_cast<const T*>(a.w),
+        static_cast<T*>(a.out), static_cast<const T*>(a.gain), static_cast<const T*>(a.residual), a.partials,
+        a.counters, a.m, a.k, a.out_cols, a.second, a.options, a.residual_scale, a.rms_eps,
+        shape.cluster ? shape.splits : 0);
 }
 
-template <typename T, int EPI>
-int launch(const void* x, const void* w, void* out, float* partials, int* counters, int m, int k, int out_cols,
-           int second, const Shape& shape, cudaStream_t stream) {
-    switch (row_tiles(m)) {
-        case 1: return launch_tiles<T, 1, EPI>(x, w, out, partials, counters, m, k, out_cols, second, shape, stream);
-        case 2: return launch_tiles<T, 2, EPI>(x, w, out, partials, counters, m, k, out_cols, second, shape, stream);
-        case 3: return launch_tiles<T, 3, EPI>(x, w, out, partials, counters, m, k, out_cols, second, shape, stream);
-        default: return launch_tiles<T, 4, EPI>(x, w, out, partials, counters, m, k, out_cols, second, shape, stream);
+template <typename T, int EPI> int launch(const Args& a, const Shape& shape, cudaStream_t stream) {
+    switch (row_tiles(a.m)) {
+        case 1: return launch_tiles<T, 1, EPI>(a, shape, stream);
+        case 2: return launch_tiles<T, 2, EPI>(a, shape, stream);
+        case 3: return launch_tiles<T, 3, EPI>(a, shape, stream);
+        default: return launch_tiles<T, 4, EPI>(a, shape, stream);
     }
 }
 
 bool valid_shape(int64_t m, int64_t n, int64_t k, int epilogue) {
     if (m < 1 || m > kMaxRows || k < kChunk || k % kChunk != 0 || n < 1 || n > (1 << 24) || k > (1 << 24)) return false;
-    return (epilogue == kPlain || epilogue == kSwiGLU) && n % 32 == 0;
+    if (epilogue < 0 || epilogue > (kSwiGLU | kRowRms | kResidual)) return false;
+    if ((epilogue & kSwiGLU) && (epilogue & kResidual)) return false;
+    if ((epilogue & kRowRms) && k > kMaxNormK) return false;
+    return n % 32 == 0;
 }
 
 }  // namespace
@@ -335,43 +501,41 @@ bool valid_shape(int64_t m, int64_t n, int64_t k, int epilogue) {
 extern "C" size_t voxcpm_skinny_gemm_workspace_bytes(int64_t m, int64_t n, int64_t k, int epilogue) {
     using namespace voxcpm;
     if (!valid_shape(m, n, k, epilogue)) return 0;
-    const Shape shape = plan(static_cast<int>(m), static_cast<int>(n), static_cast<int>(k), epilogue);
+    const Shape shape = plan(static_cast<int>(m), static_cast<int>(n), static_cast<int>(k), epilogue & kSwiGLU);
     if (shape.splits <= 1) return 0;
     return static_cast<size_t>(shape.pairs) * shape.splits * shape.values * sizeof(float);
 }
 
 extern "C" int64_t voxcpm_skinny_gemm_counters(int64_t n) { return n / 32; }
 
-extern "C" int voxcpm_skinny_gemm(const void* x, const void* weight, void* out, void* workspace,
+extern "C" int voxcpm_skinny_gemm(const void* x, const void* weight, void* out, const void* norm_weight,
+                                  float rms_eps, const void* residual, float residual_scale, void* workspace,
                                   size_t workspace_bytes, int* counters, int64_t m, int64_t n, int64_t k,
                                   int epilogue, int dtype, void* stream) {
     using namespace voxcpm;
     if (!valid_shape(m, n, k, epilogue) || x == nullptr || weight == nullptr || out == nullptr ||
-        !aligned16(x) || !aligned16(weight))
+        !aligned16(x) || !aligned16(weight) || ((epilogue & kResidual) && residual == nullptr) ||
+        ((epilogue & kRowRms) && (norm_weight == nullptr || !aligned16(norm_weight) || !(rms_eps >= 0.f))))
         return VOXCPM_ERROR_INVALID_ARGUMENT;
     int major = 0;
     if (current_device_attribute(cudaDevAttrComputeCapabilityMajor, &major) != cudaSuccess || major < 8)
         return VOXCPM_ERROR_INVALID_ARGUMENT;  // mma.sync on bf16/fp16 needs sm_80 or newer
-    const Shape shape = plan(static_cast<int>(m), static_cast<int>(n), static_cast<int>(k), epilogue);
+    const int swiglu = epilogue & kSwiGLU;
+    const Shape shape = plan(static_cast<int>(m), static_cast<int>(n), static_cast<int>(k), swiglu);
     const size_t needed = shape.splits > 1 ? static_cast<size_t>(shape.pairs) * shape.splits * shape.values * sizeof(float) : 0;
     if (workspace_bytes < needed || (needed > 0 && (workspace == nullptr || counters == nullptr)))
         return VOXCPM_ERROR_INVALID_ARGUMENT;
     // SwiGLU reads n = 2 * inter weight rows and writes inter columns.
-    const int out_cols = static_cast<int>(epilogue == kSwiGLU ? n / 2 : n);
-    const int second = epilogue == kSwiGLU ? out_cols : 16;
-    const Shape& grid = shape;
+    const int out_cols = static_cast<int>(swiglu ? n / 2 : n);
+    const Args args{x, weight, out, norm_weight, residual, static_cast<float*>(workspace), counters, static_cast<int>(m),
+                    static_cast<int>(k), out_cols, swiglu ? out_cols : 16, epilogue & ~kSwiGLU, residual_scale,
+                    rms_eps};
     auto s = static_cast<cudaStream_t>(stream);
-    auto* partials = static_cast<float*>(workspace);
-    const int mi = static_cast<int>(m), ki = static_cast<int>(k);
     switch (dtype) {
         case VOXCPM_BFLOAT16:
-            return epilogue == kSwiGLU
-                       ? launch<__nv_bfloat16, kSwiGLU>(x, weight, out, partials, counters, mi, ki, out_cols, second, grid, s)
-                       : launch<__nv_bfloat16, kPlain>(x, weight, out, partials, counters, mi, ki, out_cols, second, grid, s);
+            return swiglu ? launch<__nv_bfloat16, kSwiGLU>(args, shape, s) : launch<__nv_bfloat16, kPlain>(args, shape, s);
         case VOXCPM_FLOAT16:
-            return epilogue == kSwiGLU
-                       ? launch<__half, kSwiGLU>(x, weight, out, partials, counters, mi, ki, out_cols, second, grid, s)
-                       : launch<__half, kPlain>(x, weight, out, partials, counters, mi, ki, out_cols, second, grid, s);
+            return swiglu ? launch<__half, kSwiGLU>(args, shape, s) : launch<__half, kPlain>(args, shape, s);
         default:
             return VOXCPM_ERROR_INVALID_ARGUMENT;
     }

@@ -21,7 +21,7 @@ extern "C" {
 #define VOXCPM_API __attribute__((visibility("default")))
 
 /* Bumped whenever a signature below changes; the Python loader refuses a mismatched library. */
-#define VOXCPM_KERNELS_ABI_VERSION 3
+#define VOXCPM_KERNELS_ABI_VERSION 4
 
 enum voxcpm_dtype { VOXCPM_FLOAT32 = 0, VOXCPM_FLOAT16 = 1, VOXCPM_BFLOAT16 = 2 };
 
@@ -155,23 +155,37 @@ VOXCPM_API int voxcpm_snake(const void* x, int64_t x_batch_stride, int64_t x_cha
 /*
  * Linear layer for a few activation rows (tensor cores, split-K with a deterministic reduction: by
  * the block that finishes last, or on compute capability 9+ through distributed shared memory
- * within a thread block cluster of at most 8 splits; VOXCPM_SKINNY_CLUSTER=0 keeps the first):
- *   epilogue 0: out[m, n] = x[m, k] @ weight[n, k]^T
- *   epilogue 1 (SwiGLU): weight is [gate; up] ([n = 2 * inter, k]); out[m, inter] =
+ * within a thread block cluster of at most 8 splits; VOXCPM_SKINNY_CLUSTER=0 keeps the first).
+ * `epilogue` is a sum of these flags:
+ *   0: out[m, n] = x[m, k] @ weight[n, k]^T
+ *   VOXCPM_SKINNY_SWIGLU: weight is [gate; up] ([n = 2 * inter, k]); out[m, inter] =
  *     silu(gate) * up, with gate and up rounded to dtype first and silu(gate) before the product
  *     (the values swiglu would produce from a materialised gate_up output).
- * x, weight contiguous and 16-byte aligned; out contiguous. Accumulation in fp32.
+ *   VOXCPM_SKINNY_ROW_RMS: the GEMM of RMSNorm(x) with gain norm_weight [k]: x * norm_weight
+ *     (each product rounded to dtype) times weight^T, each row then multiplied by
+ *     rsqrt(mean(x_row^2) + rms_eps) in fp32 (gate and up before SwiGLU). norm_weight contiguous,
+ *     16-byte aligned, of dtype; k <= 8192.
+ *   VOXCPM_SKINNY_RESIDUAL (not with SwiGLU): out = residual + residual_scale * product, rounded
+ *     once; residual [m, n] contiguous, and out may be residual itself (updated in place).
+ * x, weight contiguous and 16-byte aligned, not overlapping out; out contiguous. Accumulation in fp32.
+ * weight and norm_weight are read before the launch waits for the kernel before it on the stream
+ * (programmatic dependent launch), so that kernel must not write them.
  * 1 <= m <= 32; k a multiple of 32; n a multiple of 32; dtype bf16 or fp16; compute capability >= 8.
  *   workspace: voxcpm_skinny_gemm_workspace_bytes(m, n, k, epilogue) bytes of device memory (NULL
  *     when that is 0); counters: int32 device memory of voxcpm_skinny_gemm_counters(n) entries, all
  *     zero, which the launch leaves zero again (one buffer serves every launch ordered on a stream;
  *     launches running concurrently on two streams need two buffers).
  */
+#define VOXCPM_SKINNY_SWIGLU 1
+#define VOXCPM_SKINNY_ROW_RMS 2
+#define VOXCPM_SKINNY_RESIDUAL 4
 VOXCPM_API size_t voxcpm_skinny_gemm_workspace_bytes(int64_t m, int64_t n, int64_t k, int epilogue);
 VOXCPM_API int64_t voxcpm_skinny_gemm_counters(int64_t n);
-VOXCPM_API int voxcpm_skinny_gemm(const void* x, const void* weight, void* out, void* workspace,
-                                  size_t workspace_bytes, int* counters, int64_t m, int64_t n,
-                                  int64_t k, int epilogue, int dtype, void* stream);
+VOXCPM_API int voxcpm_skinny_gemm(const void* x, const void* weight, void* out,
+                                  const void* norm_weight, float rms_eps, const void* residual,
+                                  float residual_scale, void* workspace, size_t workspace_bytes,
+                                  int* counters, int64_t m, int64_t n, int64_t k, int epilogue,
+                                  int dtype, void* stream);
 
 /*
  * Snake (as voxcpm_snake, kept in fp32) followed by a depthwise dilated causal conv of kernel 7,

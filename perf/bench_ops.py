@@ -214,6 +214,25 @@ def linear_case(rows: int, k: int, n: int, epilogue: int, dtype: torch.dtype) ->
                 nbytes(x, weights[0]) + rows * out_cols * x.element_size())
 
 
+def normed_linear_case(rows: int, k: int, n: int, swiglu: bool, dtype: torch.dtype) -> Case:
+    """skinny_gemm with the RMSNorm inside (ROW_RMS) against the rmsnorm op followed by the plain
+    or SwiGLU kernel, weights rotated as in linear_case."""
+    x = rand(rows, k, dtype=dtype)
+    gain = rand(k, dtype=dtype)
+    weights = [rand(n, k, dtype=dtype, scale=k ** -0.5) for _ in range(20)]
+    turn = itertools.count()
+    sg = ops.skinny_linear
+    epilogue = sg.SWIGLU if swiglu else sg.PLAIN
+
+    def weight() -> torch.Tensor:
+        return weights[next(turn) % len(weights)]
+
+    return Case("skinny_gemm" + ("+swiglu" if swiglu else "") + "+rms", f"rows={rows} k={k} n={n}",
+                lambda: sg.skinny_gemm(x, weight(), epilogue | sg.ROW_RMS, gain, 1e-6),
+                lambda: sg.skinny_gemm(ops.rmsnorm(x, gain, 1e-6), weight(), epilogue),
+                nbytes(x, gain, weights[0]) + rows * (n // 2 if swiglu else n) * x.element_size())
+
+
 def fp8_linear_case(rows: int, k: int, n: int, swiglu: bool) -> Case:
     """fp8_linear (per-row quantisation + torch._scaled_mm) against bf16 F.linear, weights rotated
     as in linear_case. swiglu: the down projection fed the gate_up output [rows, 2k], quantised with
@@ -282,6 +301,8 @@ def build_cases(dtype: torch.dtype, quick: bool) -> list[Case]:
         if b == 1 and dtype != torch.float32:  # LocDiT at one stream: 22 rows (11 tokens x CFG)
             for k, n, epilogue in ((1024, 2560, plain), (2048, 1024, plain), (1024, 8192, fused), (4096, 1024, plain)):
                 cases.append(linear_case(22, k, n, epilogue, dtype))
+            cases.append(normed_linear_case(22, 1024, 2560, False, dtype))  # LocDiT qkv with its input norm
+            cases.append(normed_linear_case(22, 1024, 8192, True, dtype))  # LocDiT gate_up with its norm
     if dtype == torch.bfloat16 and torch.cuda.get_device_capability() >= (8, 9):
         cases.extend(fp8_cases())
     return cases

@@ -13,6 +13,8 @@ from tests.cpu.test_engine_batching import mixed_requests, tiny_model
 from voxcpm_triton.engine.engine import Engine
 from voxcpm_triton.engine.runner import ModelRunner
 from voxcpm_triton.model.fast_path import enable_custom_ops
+from voxcpm_triton.model.minicpm import RMSNorm
+from voxcpm_triton.ops import skinny_linear
 
 TOLERANCE = 2e-5  # fp32; the ops' references round a few intermediates differently (fp32 CFG-Euler)
 
@@ -40,6 +42,28 @@ def test_fixed_step_matches_reference_path(monkeypatch, variant, kernel_attentio
     for rid, patches in plain.items():
         assert fixed[rid].shape == patches.shape
         assert np.abs(fixed[rid] - patches).max() <= TOLERANCE, rid
+
+
+@pytest.mark.parametrize("variant", ["voxcpm2", "voxcpm0.5b"])
+def test_norms_inside_the_gemms_match_reference_path(monkeypatch, variant):
+    """The few-row layer path (normed_forward / normed_decode: each RMSNorm inside the GEMM that
+    reads it, residual adds inside o_proj and down_proj) taken at every batch size; on the CPU its
+    ops fall back to norm + GEMM + add, so this checks the residual stream's plumbing."""
+    monkeypatch.setenv("VOXCPM_NOISE_BLOCK", "1")
+    monkeypatch.setattr(skinny_linear, "takes_normed", lambda x, weight: weight is not None)
+    model = tiny_model(variant)
+    for module in model.modules():  # non-unit gains, so a norm applied twice or not at all shows
+        if isinstance(module, RMSNorm):
+            module.weight.data.uniform_(0.5, 1.5, generator=torch.Generator().manual_seed(module.weight.numel()))
+    try:
+        normed = run_to_completion(engine(model, 8, kernel_attention=True, custom_ops=True), mixed_requests(model, 6))
+        enable_custom_ops(model, False)
+        plain = run_to_completion(engine(model, 8), mixed_requests(model, 6))
+    finally:
+        enable_custom_ops(model, False)
+    for rid, patches in plain.items():
+        assert normed[rid].shape == patches.shape
+        assert np.abs(normed[rid] - patches).max() <= TOLERANCE, rid
 
 
 def test_padding_rows_and_batch_composition(monkeypatch):

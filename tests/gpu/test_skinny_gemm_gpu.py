@@ -1,5 +1,6 @@
 """The skinny_gemm kernel (x [m <= 32, k] @ weight^T, plain and with the SwiGLU epilogue) against
-a float32 matmul of the same low-precision inputs, on VoxCPM2's layer shapes and edge shapes.
+a float32 matmul of the same low-precision inputs, on VoxCPM2's layer shapes and edge shapes; its
+RMSNorm (ROW_RMS) and residual-add options against skinny_gemm_ref computed in fp32.
 
 Tolerance: the kernel accumulates in fp32 and rounds once, so it sits within one output rounding of
 the fp32 product: 1.6e-2 relative / absolute for bf16 (two ulps near 1), 2e-3 for fp16. SwiGLU is
@@ -143,6 +144,85 @@ def test_global_split_reduction_still_matches_on_hopper(tmp_path, m, k, n, epilo
     reference = expected(x, weight, epilogue).float().cpu()
     torch.testing.assert_close(torch.load(saved).float(), reference, atol=tol, rtol=tol)
     torch.testing.assert_close(ops.skinny_gemm(x, weight, epilogue).float().cpu(), reference, atol=tol, rtol=tol)
+
+def gain(k: int, dtype: torch.dtype) -> torch.Tensor:
+    return (torch.rand(k, generator=torch.Generator(device=DEVICE).manual_seed(k), device=DEVICE) + 0.5).to(dtype)
+
+
+@pytest.mark.parametrize("dtype", (torch.bfloat16, torch.float16))
+@pytest.mark.parametrize("k,n", SHAPES)
+@pytest.mark.parametrize("m", (1, 9, 22, 32))
+@pytest.mark.parametrize("epilogue", (sg.ROW_RMS, sg.SWIGLU | sg.ROW_RMS))
+def test_row_rms_matches_reference(epilogue, m, k, n, dtype):
+    """The reference rounds x * gain to the dtype as the kernel does, so the two differ by the fp32
+    summation order and the output rounding only. Rows of x are scaled by up to 8 so that the
+    row scale matters."""
+    x, weight = operands(m, k, n, dtype, seed=m + 3 * k + n)
+    x = (x.float() * torch.linspace(0.125, 8, m, device=DEVICE)[:, None]).to(dtype)
+    norm = gain(k, dtype)
+    out = ops.skinny_gemm(x, weight, epilogue, norm, 1e-6)
+    tol = TOLERANCE[dtype]
+    torch.testing.assert_close(out.float(), sg.skinny_gemm_ref(x, weight, epilogue, norm, 1e-6).float(), atol=tol,
+                               rtol=tol)
+
+
+@pytest.mark.parametrize("dtype", (torch.bfloat16, torch.float16))
+@pytest.mark.parametrize("k,n", ((2048, 1024), (4096, 1024), (6144, 2048), (32, 32)))
+@pytest.mark.parametrize("m", (1, 22, 32))
+def test_residual_add_in_place_matches_reference(m, k, n, dtype):
+    x, weight = operands(m, k, n, dtype, seed=m + k + 5 * n)
+    residual = randn(m, n, dtype=dtype, seed=m + 1) * 4
+    expected = sg.skinny_gemm_ref(x, weight, sg.RESIDUAL, residual=residual, residual_scale=0.375)
+    pointer = residual.data_ptr()
+    assert ops.linear_residual_(x, weight, residual, 0.375) is residual and residual.data_ptr() == pointer
+    tol = TOLERANCE[dtype]
+    torch.testing.assert_close(residual.float(), expected.float(), atol=4 * tol, rtol=tol)
+
+
+def test_normed_layer_ops_against_norm_then_gemm():
+    """normed_linear / normed_gate_up_swiglu against the rmsnorm op followed by the plain kernel:
+    the same math with the norm's two roundings where the kernel has one, so within a few ulps."""
+    x, weight = operands(22, 1024, 2560, torch.bfloat16, seed=30)
+    _, gate_up = operands(22, 1024, 8192, torch.bfloat16, seed=31)
+    norm = gain(1024, torch.bfloat16)
+    normed = ops.rmsnorm(x, norm, 1e-6)
+    tol = 3 * TOLERANCE[torch.bfloat16]
+    torch.testing.assert_close(ops.normed_linear(x.view(2, 11, 1024), weight, norm, 1e-6).view(22, 2560),
+                               ops.linear(normed, weight), atol=tol, rtol=tol)
+    torch.testing.assert_close(ops.normed_gate_up_swiglu(x, gate_up, norm, 1e-6), ops.gate_up_swiglu(normed, gate_up),
+                               atol=tol, rtol=tol)
+
+
+@pytest.mark.parametrize("m", (1, 22))
+def test_row_rms_split_k_is_deterministic_and_leaves_counters_zero(m):
+    x, weight = operands(m, 4096, 1024, torch.bfloat16, seed=3)
+    norm = gain(4096, torch.bfloat16)
+    assert library.library().voxcpm_skinny_gemm_workspace_bytes(m, 1024, 4096, sg.ROW_RMS) > 0  # split-K path
+    first = ops.skinny_gemm(x, weight, sg.ROW_RMS, norm, 1e-6)
+    for _ in range(5):
+        assert torch.equal(ops.skinny_gemm(x, weight, sg.ROW_RMS, norm, 1e-6), first)
+    torch.cuda.synchronize()
+    assert int(sg._counters[torch.device(DEVICE, torch.cuda.current_device())].abs().sum()) == 0
+
+
+def test_normed_ops_replay_inside_a_cuda_graph():
+    x, weight = operands(22, 1024, 2560, torch.bfloat16, seed=40)
+    _, down = operands(22, 2560, 1024, torch.bfloat16, seed=41)
+    norm = gain(1024, torch.bfloat16)
+    static_x = x.clone()
+    residual = randn(22, 1024, dtype=torch.bfloat16, seed=42)
+    ops.normed_linear(static_x, weight, norm, 1e-6)  # eager call first: makes the counters outside the capture
+    graph = torch.cuda.CUDAGraph()
+    with torch.cuda.graph(graph):
+        qkv = ops.normed_linear(static_x, weight, norm, 1e-6)
+        ops.linear_residual_(qkv, down, residual, 1.0)
+    for seed in (50, 51):
+        static_x.copy_(randn(22, 1024, dtype=torch.bfloat16, seed=seed))
+        before = residual.clone()
+        graph.replay()
+        torch.cuda.synchronize()
+        assert torch.equal(qkv, ops.skinny_gemm(static_x, weight, sg.ROW_RMS, norm, 1e-6))
+        assert torch.equal(residual, ops.linear_residual_(qkv, down, before, 1.0))
 
 
 def test_wrong_arguments_are_refused():

@@ -145,8 +145,10 @@ class Attention(nn.Module):
         """Projections [..., H * d] each; one GEMM when the weights are fused."""
         if self.qkv_weight is None:
             return self.q_proj(x), self.k_proj(x), self.v_proj(x)
+        return self._split(routed_linear(x, self.qkv_weight, self.fp8_qkv))
+
+    def _split(self, qkv: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
         kv_width = self.num_kv_heads * self.head_dim
-        qkv = routed_linear(x, self.qkv_weight, self.fp8_qkv)
         return qkv.split((self.num_heads * self.head_dim, kv_width, kv_width), dim=-1)
 
     def _project(self, x: torch.Tensor, rope: tuple[torch.Tensor, torch.Tensor] | None):
@@ -229,16 +231,42 @@ class Attention(nn.Module):
                         k_cache: torch.Tensor, v_cache: torch.Tensor,
                         index: tuple[torch.Tensor, torch.Tensor, torch.Tensor]) -> torch.Tensor:
         """Graph-friendly decode: rope_tables are the float32 [positions, d] tables (or None)."""
-        batch = x.shape[0]
+        return self._out(self._cached_attention(self._qkv(x), rope_tables, k_cache, v_cache, index))
+
+    def _cached_attention(self, qkv: tuple[torch.Tensor, torch.Tensor, torch.Tensor],
+                          rope_tables: tuple[torch.Tensor, torch.Tensor] | None, k_cache: torch.Tensor,
+                          v_cache: torch.Tensor, index: tuple[torch.Tensor, torch.Tensor, torch.Tensor]) -> torch.Tensor:
+        """One token per stream through rope_kv_write + decode_attention -> [B, Hq * d]."""
+        q, k, v = qkv  # views into one [B, (Hq + 2 Hkv) d] output are fine for the ops
+        batch = q.shape[0]
         slot_ids, positions, lengths = index
-        q, k, v = self._qkv(x)  # views into one [B, (Hq + 2 Hkv) d] output are fine for the op
         q = q.view(batch, self.num_heads, self.head_dim)
         k = k.view(batch, self.num_kv_heads, self.head_dim)
         v = v.view(batch, self.num_kv_heads, self.head_dim)
         cos, sin = rope_tables if rope_tables is not None else (None, None)
         q = ops.rope_kv_write(q, k, v, k_cache, v_cache, positions, slot_ids, cos, sin)
-        out = ops.decode_attention(q, k_cache, v_cache, slot_ids, lengths)
-        return self._out(out.reshape(batch, self.num_heads * self.head_dim))
+        return ops.decode_attention(q, k_cache, v_cache, slot_ids, lengths).reshape(batch, self.num_heads * self.head_dim)
+
+    def normed_short_attention(self, x: torch.Tensor, norm: RMSNorm, tables: ShortAttentionOp, residual: torch.Tensor,
+                               scale: float, rows: slice | None) -> torch.Tensor:
+        """residual += scale * attention(norm(x)) in place, for whole sequences x [B, T, hidden] of
+        a few rows (custom ops): the norm runs inside the qkv GEMM and the add inside o_proj's.
+        `rows` picks the query positions kept (residual is [B, T', hidden] then)."""
+        batch, length, hidden = x.shape
+        qkv = ops.normed_linear(x.view(batch * length, hidden), self.qkv_weight, norm.weight, norm.eps)
+        out = ops.short_attention(qkv, length, self.num_heads, self.num_kv_heads, tables.cos, tables.sin)
+        out = out.view(batch, length, self.num_heads * self.head_dim)
+        return ops.linear_residual_(out if rows is None else out[:, rows].contiguous(), self.o_proj.weight, residual,
+                                    scale)
+
+    def normed_decode(self, x: torch.Tensor, norm: RMSNorm, rope_tables: tuple[torch.Tensor, torch.Tensor] | None,
+                      k_cache: torch.Tensor, v_cache: torch.Tensor,
+                      index: tuple[torch.Tensor, torch.Tensor, torch.Tensor], scale: float) -> torch.Tensor:
+        """x += scale * decode attention of norm(x) in place (x [B, hidden], the residual stream),
+        the norm inside the qkv GEMM and the add inside o_proj's."""
+        qkv = self._split(ops.normed_linear(x, self.qkv_weight, norm.weight, norm.eps))
+        out = self._cached_attention(qkv, rope_tables, k_cache, v_cache, index)
+        return ops.linear_residual_(out, self.o_proj.weight, x, scale)
 
 
 class MLP(nn.Module):
@@ -261,6 +289,12 @@ class MLP(nn.Module):
         if self.gate_up_weight is not None:
             return ops.linear(ops.gate_up_swiglu(x, self.gate_up_weight), self.down_proj.weight)
         return self.down_proj(F.silu(self.gate_proj(x)) * self.up_proj(x))
+
+    def add_normed_(self, x: torch.Tensor, norm: RMSNorm, scale: float) -> torch.Tensor:
+        """x += scale * mlp(norm(x)) in place for a few rows (custom ops): the norm inside the
+        gate_up GEMM, the add inside down_proj's."""
+        hidden = ops.normed_gate_up_swiglu(x, self.gate_up_weight, norm.weight, norm.eps)
+        return ops.linear_residual_(hidden, self.down_proj.weight, x, scale)
 
 
 class DecoderLayer(nn.Module):
@@ -308,6 +342,21 @@ class DecoderLayer(nn.Module):
                      where: DecodeSlots, next_norm: RMSNorm) -> torch.Tensor:
         return self._fused_tail(x, self.self_attn.decode(h, rope, k_cache, v_cache, where), next_norm)
 
+    def normed_forward(self, x: torch.Tensor, tables: ShortAttentionOp, rows: slice | None = None) -> torch.Tensor:
+        """forward() of a few rows on the custom ops with both norms inside the GEMMs that read
+        them: x is the raw residual stream, updated in place (or a copy of its `rows`); returned."""
+        residual = x if rows is None else x[:, rows].contiguous()
+        self.self_attn.normed_short_attention(x, self.input_layernorm, tables, residual, self.residual_scale, rows)
+        return self.mlp.add_normed_(residual, self.post_attention_layernorm, self.residual_scale)
+
+    def normed_decode(self, x: torch.Tensor, rope_tables: tuple[torch.Tensor, torch.Tensor] | None,
+                      k_cache: torch.Tensor, v_cache: torch.Tensor,
+                      index: tuple[torch.Tensor, torch.Tensor, torch.Tensor]) -> torch.Tensor:
+        """decode() in the manner of normed_forward: x [B, hidden] updated in place and returned."""
+        self.self_attn.normed_decode(x, self.input_layernorm, rope_tables, k_cache, v_cache, index,
+                                     self.residual_scale)
+        return self.mlp.add_normed_(x, self.post_attention_layernorm, self.residual_scale)
+
 
 class MiniCPMModel(nn.Module):
     """Embedding (when vocab_size > 0), decoder layers, final norm, optional LongRoPE."""
@@ -350,6 +399,11 @@ class MiniCPMModel(nn.Module):
         trimmed = rows if isinstance(rope, ShortAttentionOp) or not x.is_cuda else None
         rows_per_layer = [None] * (len(self.layers) - 1) + [trimmed]
         kv = []
+        if isinstance(rope, ShortAttentionOp) and self._norms_in_gemms(x):
+            x = x.contiguous().clone()  # the residual stream is updated in place
+            for layer, layer_rows in zip(self.layers, rows_per_layer):
+                x = layer.normed_forward(x, rope, layer_rows)
+            return ops.rmsnorm(x, self.norm.weight, self.norm.eps), [(None, None)] * len(self.layers)
         if self.fused_norms:
             x = x.contiguous().clone()  # the residual stream is updated in place
             h = ops.rmsnorm(x, self.layers[0].input_layernorm.weight, self.layers[0].input_layernorm.eps)
@@ -362,6 +416,16 @@ class MiniCPMModel(nn.Module):
                 kv.append((k, v))
             h = self.norm(x)
         return (h[:, rows] if rows is not None and trimmed is None else h), kv
+
+    def _norms_in_gemms(self, x: torch.Tensor) -> bool:
+        """Whether the layers run with their norms and residual adds inside the skinny_gemm
+        kernels (normed_forward / normed_decode): custom ops on, and the kernel takes the rows
+        (at most 32, bf16/fp16 on the GPU; VOXCPM_SKINNY_NORMS=0 says no)."""
+        if not self.fused_norms:
+            return False
+        layer = self.layers[0]
+        return (ops.skinny_linear.takes_normed(x, layer.self_attn.qkv_weight)
+                and ops.skinny_linear.takes_normed(x, layer.mlp.gate_up_weight))
 
     def _short_attention_fits(self, x: torch.Tensor, causal: bool) -> bool:
         """Whether the short_attention op serves this call: LocEnc / LocDiT-like bidirectional
@@ -396,6 +460,11 @@ class MiniCPMModel(nn.Module):
         elif self.rope is not None:
             cos, sin = self.rope(where.positions)
             rope = (cos[:, None, None, :], sin[:, None, None, :])
+        if where.kernel_index is not None and self._norms_in_gemms(x):
+            x = x.contiguous().clone()  # the residual stream is updated in place
+            for index, layer in enumerate(self.layers):
+                x = layer.normed_decode(x, rope, k_cache[index], v_cache[index], where.kernel_index)
+            return ops.rmsnorm(x, self.norm.weight, self.norm.eps)
         if self.fused_norms:
             x = x.contiguous().clone()
             h = ops.rmsnorm(x, self.layers[0].input_layernorm.weight, self.layers[0].input_layernorm.eps)

@@ -12,7 +12,9 @@ from voxcpm_triton.ops.rmsnorm import add_rmsnorm, add_rmsnorm_ref, rmsnorm, rms
 from voxcpm_triton.ops.quantize_fp8 import quantize_fp8, quantize_fp8_ref
 from voxcpm_triton.ops.rope_kv_write import rope_kv_write, rope_kv_write_ref
 from voxcpm_triton.ops.short_attention import short_attention, short_attention_ref
-from voxcpm_triton.ops.skinny_linear import gate_up_swiglu, linear, skinny_gemm, skinny_gemm_ref
+from voxcpm_triton.ops import skinny_linear
+from voxcpm_triton.ops.skinny_linear import (gate_up_swiglu, linear, linear_residual_, normed_gate_up_swiglu,
+                                              normed_linear, skinny_gemm, skinny_gemm_ref)
 from voxcpm_triton.ops.snake import snake, snake_ref
 from voxcpm_triton.ops.snake_depthwise_conv import snake_depthwise_conv, snake_depthwise_conv_ref
 from voxcpm_triton.ops.swiglu import swiglu, swiglu_ref
@@ -20,8 +22,8 @@ from voxcpm_triton.ops.swiglu import swiglu, swiglu_ref
 __all__ = [
     "Fp8Weight", "add_rmsnorm", "add_rmsnorm_ref", "cfg_euler_step", "cfg_euler_step_ref",
     "decode_attention", "decode_attention_ref", "fp8_linear", "fsq", "fsq_ref", "gate_up_swiglu",
-    "library_status", "linear", "quantize_fp8", "quantize_fp8_ref", "quantize_weight", "rmsnorm",
+    "library_status", "linear", "linear_residual_", "normed_gate_up_swiglu", "normed_linear", "quantize_fp8", "quantize_fp8_ref", "quantize_weight", "rmsnorm",
     "rmsnorm_ref", "rope_kv_write", "rope_kv_write_ref", "short_attention", "short_attention_ref",
-    "skinny_gemm", "skinny_gemm_ref", "snake", "snake_depthwise_conv", "snake_depthwise_conv_ref",
+    "skinny_gemm", "skinny_gemm_ref", "skinny_linear", "snake", "snake_depthwise_conv", "snake_depthwise_conv_ref",
     "snake_ref", "swiglu", "swiglu_ref",
 ]
