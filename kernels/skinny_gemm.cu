@@ -18,7 +18,8 @@
 //    row by row: the activation words are multiplied by the gain as they are loaded, the squares
 //    of x are summed from the same words (every k of a row passes through exactly one warp of each
 //    block column, so the splits' sums give the whole row) and the epilogue scales the rows. The
-//    residual add writes residual + scale * out, in place when out is the residual;
+//    residual add writes residual + scale * out, in place when out is the residual; with a
+//    residual of one row for all rows, the same epilogue adds a layer's bias;
 //  - on Hopper the splits of a pair run as one thread block cluster and are summed through
 //    distributed shared memory: each block reads its slice of the outputs from every peer's shared
 //    memory, in split order, and writes it. The global-memory path (partials, a fence, a counter,
@@ -49,6 +50,7 @@ constexpr int kMaxClusterSplits = 8;  // the portable cluster size
 enum Epilogue { kPlain = 0, kSwiGLU = VOXCPM_SKINNY_SWIGLU };
 constexpr int kRowRms = VOXCPM_SKINNY_ROW_RMS;
 constexpr int kResidual = VOXCPM_SKINNY_RESIDUAL;
+constexpr int kBias = VOXCPM_SKINNY_BIAS;  // with kResidual: the residual is one [n] row for every row
 // The gain staged for ROW_RMS: at most 16 KB of shared memory, which leaves the two blocks per
 // multiprocessor the registers allow.
 constexpr int kMaxNormK = 8192;
@@ -235,12 +237,13 @@ __global__ void __launch_bounds__(kThreads, 2) skinny_gemm_kernel(
     // outputs are written only after every block of the pair has read its own.
     float resid[MT];
     if (EPI == kPlain && (options & kResidual)) {
+        const int row_stride = (options & kBias) ? 0 : out_cols;
 #pragma unroll
         for (int i = 0; i < MT; ++i) {
             const int v = first_output + i * output_step;
             const Frag<MT> f(v < kOutputs ? v : 0);
             resid[i] = v < kOutputs && f.token() < m
-                           ? to_float<T>(residual[static_cast<size_t>(f.token()) * out_cols + base + f.tile * 16 + f.row()])
+                           ? to_float<T>(residual[static_cast<size_t>(f.token()) * row_stride + base + f.tile * 16 + f.row()])
                            : 0.f;
         }
     }
@@ -489,8 +492,9 @@ template <typename T, int EPI> int launch(const Args& a, const Shape& shape, cud
 
 bool valid_shape(int64_t m, int64_t n, int64_t k, int epilogue) {
     if (m < 1 || m > kMaxRows || k < kChunk || k % kChunk != 0 || n < 1 || n > (1 << 24) || k > (1 << 24)) return false;
-    if (epilogue < 0 || epilogue > (kSwiGLU | kRowRms | kResidual)) return false;
+    if (epilogue < 0 || epilogue > (kSwiGLU | kRowRms | kResidual | kBias)) return false;
     if ((epilogue & kSwiGLU) && (epilogue & kResidual)) return false;
+    if ((epilogue & kBias) && !(epilogue & kResidual)) return false;
     if ((epilogue & kRowRms) && k > kMaxNormK) return false;
     return n % 32 == 0;
 }

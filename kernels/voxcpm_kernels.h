@@ -167,6 +167,8 @@ VOXCPM_API int voxcpm_snake(const void* x, int64_t x_batch_stride, int64_t x_cha
  *     16-byte aligned, of dtype; k <= 8192.
  *   VOXCPM_SKINNY_RESIDUAL (not with SwiGLU): out = residual + residual_scale * product, rounded
  *     once; residual [m, n] contiguous, and out may be residual itself (updated in place).
+ *   VOXCPM_SKINNY_BIAS (only with RESIDUAL): residual is one [n] row added to every row (a
+ *     layer's bias, residual_scale 1 for x @ weight^T + bias); out must not overlap it.
  * x, weight contiguous and 16-byte aligned, not overlapping out; out contiguous. Accumulation in fp32.
  * weight and norm_weight are read before the launch waits for the kernel before it on the stream
  * (programmatic dependent launch), so that kernel must not write them.
@@ -179,6 +181,7 @@ VOXCPM_API int voxcpm_snake(const void* x, int64_t x_batch_stride, int64_t x_cha
 #define VOXCPM_SKINNY_SWIGLU 1
 #define VOXCPM_SKINNY_ROW_RMS 2
 #define VOXCPM_SKINNY_RESIDUAL 4
+#define VOXCPM_SKINNY_BIAS 8
 VOXCPM_API size_t voxcpm_skinny_gemm_workspace_bytes(int64_t m, int64_t n, int64_t k, int epilogue);
 VOXCPM_API int64_t voxcpm_skinny_gemm_counters(int64_t n);
 VOXCPM_API int voxcpm_skinny_gemm(const void* x, const void* weight, void* out,

@@ -22,6 +22,15 @@ def test_reference_is_the_linear_layer_and_swiglu_of_it():
     torch.testing.assert_close(ops.skinny_gemm_ref(x, weight, sg.SWIGLU), F.silu(gate) * up, atol=0, rtol=0)
 
 
+def test_reference_bias_is_the_linear_layer_with_bias():
+    x, weight = operands(9, 64, 96, seed=5)
+    bias = torch.randn(96, generator=torch.Generator().manual_seed(6))
+    expected = F.linear(x, weight, bias)
+    torch.testing.assert_close(sg.skinny_gemm_ref(x, weight, sg.RESIDUAL | sg.BIAS, residual=bias), expected)
+    torch.testing.assert_close(ops.linear(x, weight, bias), expected)
+    torch.testing.assert_close(torch.ops.voxcpm.skinny_gemm_bias(x, weight, bias), expected)
+
+
 def test_reference_row_rms_is_the_gemm_of_the_normed_rows():
     """ROW_RMS: x * gain through the GEMM, then each row times rsqrt(mean(x^2) + eps); in fp32 that
     is the linear layer of rms_norm(x) up to rounding order."""

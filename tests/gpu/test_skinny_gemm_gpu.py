@@ -17,6 +17,7 @@ from pathlib import Path
 
 import pytest
 import torch
+import torch.nn.functional as F
 
 from tests.gpu.op_checks import DEVICE, randn
 from voxcpm_triton import ops
@@ -177,6 +178,22 @@ def test_residual_add_in_place_matches_reference(m, k, n, dtype):
     assert ops.linear_residual_(x, weight, residual, 0.375) is residual and residual.data_ptr() == pointer
     tol = TOLERANCE[dtype]
     torch.testing.assert_close(residual.float(), expected.float(), atol=4 * tol, rtol=tol)
+
+
+@pytest.mark.parametrize("dtype", (torch.bfloat16, torch.float16))
+@pytest.mark.parametrize("k,n", ((64, 1024), (1024, 64), (2048, 2048), (1024, 1024)))
+@pytest.mark.parametrize("m", (1, 8, 9, 32))
+def test_bias_in_the_epilogue_matches_the_linear_layer(m, k, n, dtype):
+    """ops.linear with a bias runs on the kernel (RESIDUAL | BIAS: one [n] row added to every row)
+    for the projections' shapes (VoxCPM2's 64-wide patches in and out, 1024 / 2048 wide
+    projections). Bias values up to ~4 so that a wrong row or column would show."""
+    x, weight = operands(m, k, n, dtype, seed=m + k + 7 * n)
+    bias = randn(n, dtype=dtype, seed=n + 2) * 4
+    out = ops.linear(x, weight, bias)
+    tol = TOLERANCE[dtype]
+    torch.testing.assert_close(out.float(), sg.skinny_gemm_ref(x, weight, sg.RESIDUAL | sg.BIAS, residual=bias).float(),
+                               atol=4 * tol, rtol=tol)
+    torch.testing.assert_close(out.float(), F.linear(x.float(), weight.float(), bias.float()), atol=4 * tol, rtol=tol)
 
 
 def test_normed_layer_ops_against_norm_then_gemm():

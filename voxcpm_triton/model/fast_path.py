@@ -21,6 +21,7 @@ from voxcpm_triton.model.flow_matching import FlowMatching
 from voxcpm_triton.model.fsq import ScalarQuantization
 from voxcpm_triton.model.local_dit import LocalDiT
 from voxcpm_triton.model.minicpm import MLP, Attention, DecoderLayer, MiniCPMModel
+from voxcpm_triton.model.projection import Projection
 from voxcpm_triton.ops.fp8_linear import Fp8Weight, quantizable, quantize_weight
 
 # Activation rows from which the LocDiT's GEMMs take FP8: below this they stream their weights more
@@ -67,8 +68,9 @@ def fuse_weights(owner: torch.nn.Module, linears: list[torch.nn.Linear]) -> torc
 
 
 def enable_custom_ops(model: torch.nn.Module, enabled: bool) -> None:
-    """Route the model's norms, residual adds, MLP activation, FSQ and CFG-Euler update through
-    the custom ops (enabled) or the plain PyTorch layers. Call after moving the model."""
+    """Route the model's norms, residual adds, MLP activation, FSQ, CFG-Euler update and biased
+    projections through the custom ops (enabled) or the plain PyTorch layers. Call after moving
+    the model."""
     for module in model.modules():
         if isinstance(module, MiniCPMModel):
             module.fused_norms = enabled
@@ -76,7 +78,7 @@ def enable_custom_ops(model: torch.nn.Module, enabled: bool) -> None:
             module.gate_up_weight = fuse_weights(module, [module.gate_proj, module.up_proj]) if enabled else None
         elif isinstance(module, Attention):
             module.qkv_weight = fuse_weights(module, [module.q_proj, module.k_proj, module.v_proj]) if enabled else None
-        elif isinstance(module, (ScalarQuantization, FlowMatching)):
+        elif isinstance(module, (ScalarQuantization, FlowMatching, Projection)):
             module.use_op = enabled
 
 

@@ -6,6 +6,7 @@ import torch
 import torch.nn as nn
 
 from voxcpm_triton import ops
+from voxcpm_triton.model.projection import Projection
 
 
 class ScalarQuantization(nn.Module):
@@ -13,8 +14,8 @@ class ScalarQuantization(nn.Module):
 
     def __init__(self, hidden_size: int, latent_dim: int, scale: int):
         super().__init__()
-        self.in_proj = nn.Linear(hidden_size, latent_dim)
-        self.out_proj = nn.Linear(latent_dim, hidden_size)
+        self.in_proj = Projection(hidden_size, latent_dim)
+        self.out_proj = Projection(latent_dim, hidden_size)
         self.scale = scale
         self.use_op = False  # fast_path.enable_custom_ops: tanh/round/scale as one fsq op
 

@@ -16,6 +16,7 @@ import torch.nn.functional as F
 
 from voxcpm_triton.config import LMConfig
 from voxcpm_triton.model.minicpm import MiniCPMModel
+from voxcpm_triton.model.projection import Projection
 
 
 def timestep_embedding(t: torch.Tensor, dim: int, scale: float = 1000.0) -> torch.Tensor:
@@ -30,8 +31,8 @@ def timestep_embedding(t: torch.Tensor, dim: int, scale: float = 1000.0) -> torc
 class TimestepMLP(nn.Module):
     def __init__(self, hidden_size: int):
         super().__init__()
-        self.linear_1 = nn.Linear(hidden_size, hidden_size, bias=True)
-        self.linear_2 = nn.Linear(hidden_size, hidden_size, bias=True)
+        self.linear_1 = Projection(hidden_size, hidden_size, bias=True)
+        self.linear_2 = Projection(hidden_size, hidden_size, bias=True)
 
     def forward(self, x: torch.Tensor) -> torch.Tensor:
         return self.linear_2(F.silu(self.linear_1(x)))
@@ -44,9 +45,9 @@ class LocalDiT(nn.Module):
             raise ValueError(f"LocDiT version must be 1 or 2, got {version}")
         self.version = version
         self.hidden_size = config.hidden_size
-        self.in_proj = nn.Linear(feat_dim, config.hidden_size, bias=True)
-        self.cond_proj = nn.Linear(feat_dim, config.hidden_size, bias=True)
-        self.out_proj = nn.Linear(config.hidden_size, feat_dim, bias=True)
+        self.in_proj = Projection(feat_dim, config.hidden_size, bias=True)
+        self.cond_proj = Projection(feat_dim, config.hidden_size, bias=True)
+        self.out_proj = Projection(config.hidden_size, feat_dim, bias=True)
         self.time_mlp = TimestepMLP(config.hidden_size)
         self.delta_time_mlp = TimestepMLP(config.hidden_size)
         mu_tokens = 2 if version == 2 else 0

@@ -7,13 +7,14 @@ import torch.nn as nn
 
 from voxcpm_triton.config import LMConfig
 from voxcpm_triton.model.minicpm import MiniCPMModel
+from voxcpm_triton.model.projection import Projection
 
 
 class LocalEncoder(nn.Module):
     def __init__(self, config: LMConfig, feat_dim: int, patch_size: int):
         super().__init__()
         self.special_token = nn.Parameter(torch.randn(1, 1, 1, config.hidden_size))
-        self.in_proj = nn.Linear(feat_dim, config.hidden_size, bias=True)
+        self.in_proj = Projection(feat_dim, config.hidden_size, bias=True)
         self.encoder = MiniCPMModel(config, max_positions=patch_size + 1)
 
     def forward(self, patches: torch.Tensor) -> torch.Tensor:

@@ -20,6 +20,7 @@ from voxcpm_triton.model.fsq import ScalarQuantization
 from voxcpm_triton.model.local_dit import LocalDiT
 from voxcpm_triton.model.local_encoder import LocalEncoder
 from voxcpm_triton.model.minicpm import DecodeSlots, MiniCPMModel
+from voxcpm_triton.model.projection import Projection
 
 
 @dataclass
@@ -44,12 +45,12 @@ class VoxCPMModel(nn.Module):
         self.feat_decoder = FlowMatching(estimator, mean_mode=config.dit_mean_mode)
         self.fsq_layer = ScalarQuantization(hidden, config.scalar_quantization_latent_dim,
                                             config.scalar_quantization_scale)
-        self.enc_to_lm_proj = nn.Linear(config.encoder.hidden_dim, hidden)
-        self.lm_to_dit_proj = nn.Linear(hidden, config.dit.hidden_dim)
-        self.res_to_dit_proj = nn.Linear(hidden, config.dit.hidden_dim)
+        self.enc_to_lm_proj = Projection(config.encoder.hidden_dim, hidden)
+        self.lm_to_dit_proj = Projection(hidden, config.dit.hidden_dim)
+        self.res_to_dit_proj = Projection(hidden, config.dit.hidden_dim)
         if config.is_v2:
-            self.fusion_concat_proj = nn.Linear(2 * hidden, hidden)
-        self.stop_proj = nn.Linear(hidden, hidden)
+            self.fusion_concat_proj = Projection(2 * hidden, hidden)
+        self.stop_proj = Projection(hidden, hidden)
         self.stop_head = nn.Linear(hidden, 2, bias=False)
 
     def embed_patches(self, patches: torch.Tensor) -> torch.Tensor:

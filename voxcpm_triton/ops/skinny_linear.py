@@ -35,7 +35,7 @@ PLAIN_MAX_ROWS = int(os.environ.get("VOXCPM_SKINNY_PLAIN_ROWS", "32"))
 if not 1 <= PLAIN_MAX_ROWS <= MAX_ROWS:
     raise ValueError(f"VOXCPM_SKINNY_PLAIN_ROWS={PLAIN_MAX_ROWS}; allowed: 1..{MAX_ROWS}")
 # Epilogue flags, as in kernels/voxcpm_kernels.h.
-PLAIN, SWIGLU, ROW_RMS, RESIDUAL = 0, 1, 2, 4
+PLAIN, SWIGLU, ROW_RMS, RESIDUAL, BIAS = 0, 1, 2, 4, 8
 # ROW_RMS stages the norm's gain in shared memory: k up to this (kMaxNormK in the kernel).
 NORM_MAX_K = 8192
 # Counters are one int32 per 32 weight rows; 4096 covers weights of up to 131072 rows.
@@ -47,7 +47,8 @@ _counters: dict[torch.device, torch.Tensor] = {}
 def skinny_gemm_ref(x: torch.Tensor, weight: torch.Tensor, epilogue: int, norm_weight: torch.Tensor | None = None,
                     rms_eps: float = 0.0, residual: torch.Tensor | None = None,
                     residual_scale: float = 1.0) -> torch.Tensor:
-    """What the kernel computes (see voxcpm_skinny_gemm); returns the new residual with RESIDUAL."""
+    """What the kernel computes (see voxcpm_skinny_gemm); returns the new residual with RESIDUAL
+    (with RESIDUAL | BIAS, `residual` is the bias [n] and broadcasts over the rows)."""
     if epilogue & (ROW_RMS | RESIDUAL) == 0:
         out = F.linear(x, weight)
     else:
@@ -143,6 +144,21 @@ def _(x: torch.Tensor, weight: torch.Tensor, residual: torch.Tensor, residual_sc
     return None
 
 
+@torch.library.custom_op("voxcpm::skinny_gemm_bias", mutates_args=(),
+                         schema="(Tensor x, Tensor weight, Tensor bias) -> Tensor")
+def _skinny_gemm_bias_op(x: torch.Tensor, weight: torch.Tensor, bias: torch.Tensor) -> torch.Tensor:
+    if not lib.kernel_ready(x):
+        return skinny_gemm_ref(x, weight, RESIDUAL | BIAS, residual=bias)
+    out = x.new_empty((x.shape[0], weight.shape[0]))
+    _launch(x, weight, out, RESIDUAL | BIAS, None, 0.0, bias, 1.0)
+    return out
+
+
+@_skinny_gemm_bias_op.register_fake
+def _(x: torch.Tensor, weight: torch.Tensor, bias: torch.Tensor) -> torch.Tensor:
+    return x.new_empty((x.shape[0], weight.shape[0]))
+
+
 def _check(x: torch.Tensor, weight: torch.Tensor, name: str) -> None:
     lib.require(x.dim() >= 1 and weight.dim() == 2 and x.shape[-1] == weight.shape[1],
                 f"{name} must be [out_features, {x.shape[-1] if x.dim() else '?'}] for x of shape {tuple(x.shape)}, "
@@ -180,14 +196,26 @@ def _check_norm(x: torch.Tensor, norm_weight: torch.Tensor | None, eps: float) -
     lib.require(eps >= 0, f"rms_eps must be >= 0, got {eps}")
 
 
-def linear(x: torch.Tensor, weight: torch.Tensor) -> torch.Tensor:
-    """F.linear(x, weight) without bias, through the skinny_gemm kernel for up to PLAIN_MAX_ROWS
-    rows when it takes the shape."""
+def linear(x: torch.Tensor, weight: torch.Tensor, bias: torch.Tensor | None = None) -> torch.Tensor:
+    """F.linear(x, weight, bias), through the skinny_gemm kernel for up to PLAIN_MAX_ROWS rows when
+    it takes the shape (the bias added in its epilogue, before the one rounding)."""
     _check(x, weight, "weight")
     flat = x.reshape(-1, x.shape[-1])
-    if flat.shape[0] > PLAIN_MAX_ROWS or not _use_kernel(flat, weight):
-        return F.linear(x, weight)
-    return torch.ops.voxcpm.skinny_gemm(flat, weight, PLAIN, None, 0.0).view(*x.shape[:-1], weight.shape[0])
+    if flat.shape[0] > PLAIN_MAX_ROWS or not _use_kernel(flat, weight) or not _bias_fits(bias, weight):
+        return F.linear(x, weight, bias)
+    if bias is None:
+        out = torch.ops.voxcpm.skinny_gemm(flat, weight, PLAIN, None, 0.0)
+    else:
+        out = torch.ops.voxcpm.skinny_gemm_bias(flat, weight, bias)
+    return out.view(*x.shape[:-1], weight.shape[0])
+
+
+def _bias_fits(bias: torch.Tensor | None, weight: torch.Tensor) -> bool:
+    """Whether the kernel adds this bias (VOXCPM_SKINNY_BIAS=0, for A/B measurements: never)."""
+    if bias is None:
+        return True
+    return (os.environ.get("VOXCPM_SKINNY_BIAS", "1") != "0" and bias.shape == (weight.shape[0],)
+            and bias.dtype == weight.dtype and bias.device == weight.device and bias.is_contiguous())
 
 
 def gate_up_swiglu(x: torch.Tensor, gate_up_weight: torch.Tensor) -> torch.Tensor:
