@@ -31,10 +31,14 @@ def engine(model, slots: int, **fixed) -> Engine:
 @pytest.mark.parametrize("kernel_attention,custom_ops", [(False, False), (True, False), (True, True)])
 def test_fixed_step_matches_reference_path(monkeypatch, variant, kernel_attention, custom_ops):
     monkeypatch.setenv("VOXCPM_NOISE_BLOCK", "1")  # one draw per step, as the reference path draws
-    model = tiny_model(variant)
+    assert_matches_plain_engine(tiny_model(variant), kernel_attention=kernel_attention, custom_ops=custom_ops)
+
+
+def assert_matches_plain_engine(model, **options) -> None:
+    """The engine built with `options` gives the patches of a plain one (no custom ops, the
+    reference attention) for the same six mixed requests."""
     try:
-        fixed = run_to_completion(engine(model, 8, kernel_attention=kernel_attention, custom_ops=custom_ops),
-                                  mixed_requests(model, 6))
+        fixed = run_to_completion(engine(model, 8, **options), mixed_requests(model, 6))
         enable_custom_ops(model, False)
         plain = run_to_completion(engine(model, 8), mixed_requests(model, 6))
     finally:
@@ -55,15 +59,7 @@ def test_norms_inside_the_gemms_match_reference_path(monkeypatch, variant):
     for module in model.modules():  # non-unit gains, so a norm applied twice or not at all shows
         if isinstance(module, RMSNorm):
             module.weight.data.uniform_(0.5, 1.5, generator=torch.Generator().manual_seed(module.weight.numel()))
-    try:
-        normed = run_to_completion(engine(model, 8, kernel_attention=True, custom_ops=True), mixed_requests(model, 6))
-        enable_custom_ops(model, False)
-        plain = run_to_completion(engine(model, 8), mixed_requests(model, 6))
-    finally:
-        enable_custom_ops(model, False)
-    for rid, patches in plain.items():
-        assert normed[rid].shape == patches.shape
-        assert np.abs(normed[rid] - patches).max() <= TOLERANCE, rid
+    assert_matches_plain_engine(model, kernel_attention=True, custom_ops=True)
 
 
 def test_padding_rows_and_batch_composition(monkeypatch):
