@@ -9,7 +9,10 @@ the fourth, which interleaved. Repeats go A B, B A, A B, ... so that drift withi
     python perf/ab_step.py --out DIR --variant rows8=VOXCPM_SKINNY_PLAIN_ROWS=8 \
         --variant rows32=VOXCPM_SKINNY_PLAIN_ROWS=32 --batches 1,4,16 --repeats 2
 
-A variant is NAME=VAR=VALUE[,VAR=VALUE...]; NAME alone keeps the environment as it is. Writes
+A variant is NAME=VAR=VALUE[,VAR=VALUE...]; NAME alone keeps the environment as it is.
+NAME@TREE runs another checkout's profile_step.py (its own code, and its kernels library
+TREE/build/out/lib/libvoxcpm_kernels.so unless VOXCPM_KERNELS_LIB is set in the variant): how a
+branch with no environment switch is timed against this tree, interleaved the same way. Writes
 DIR/<variant>_<repeat>/ (each run's profile_step files), DIR/ab_step.json and DIR/ab_step.md (step
 ms of every run, the median per variant, and its change against the first variant).
 """
@@ -32,20 +35,34 @@ PROFILE_STEP = Path(__file__).resolve().parent / "profile_step.py"
 class Variant:
     name: str
     env: dict[str, str] = field(default_factory=dict)
+    tree: Path | None = None  # another checkout whose profile_step.py runs; None: this one
+
+    @property
+    def script(self) -> Path:
+        return PROFILE_STEP if self.tree is None else self.tree / "perf" / "profile_step.py"
+
+    def environment(self) -> dict[str, str]:
+        env = dict(os.environ, **self.env)
+        if self.tree is not None and "VOXCPM_KERNELS_LIB" not in self.env:
+            env["VOXCPM_KERNELS_LIB"] = str(self.tree / "build" / "out" / "lib" / "libvoxcpm_kernels.so")
+        return env
 
 
 def parse_variant(text: str) -> Variant:
-    """NAME or NAME=VAR=VALUE[,VAR=VALUE...]."""
-    name, _, settings = text.partition("=")
+    """NAME[@TREE] or NAME[@TREE]=VAR=VALUE[,VAR=VALUE...]."""
+    label, _, settings = text.partition("=")
+    name, at, tree = label.partition("@")
     if not name or not name.replace("_", "").replace("-", "").isalnum():
         raise ValueError(f"variant {text!r}: the name must be letters, digits, '-' or '_'")
+    if at and not (Path(tree) / "perf" / "profile_step.py").is_file():
+        raise ValueError(f"variant {text!r}: {tree!r} holds no perf/profile_step.py")
     env = {}
     for setting in filter(None, settings.split(",")):
         var, sep, value = setting.partition("=")
         if not sep or not var:
             raise ValueError(f"variant {text!r}: {setting!r} is not VAR=VALUE")
         env[var] = value
-    return Variant(name, env)
+    return Variant(name, env, Path(tree).resolve() if at else None)
 
 
 def schedule(variants: list[Variant], repeats: int) -> list[tuple[Variant, int]]:
@@ -91,10 +108,9 @@ def run_profile_step(out: Path, variant: Variant, profile_args: list[str], timeo
     """One profile_step.py process under the variant's environment; its summary, or None if it
     wrote none (its output is in out/profile_step.log either way)."""
     out.mkdir(parents=True, exist_ok=True)
-    env = dict(os.environ, **variant.env)
     with open(out / "profile_step.log", "w") as log:
         try:
-            subprocess.run([sys.executable, str(PROFILE_STEP), "--out", str(out), *profile_args], env=env,
+            subprocess.run([sys.executable, str(variant.script), "--out", str(out), *profile_args], env=variant.environment(),
                            stdout=log, stderr=subprocess.STDOUT, timeout=timeout_s, check=False)
         except subprocess.TimeoutExpired:
             log.write(f"\nab_step: killed after {timeout_s:.0f} s\n")
@@ -105,7 +121,7 @@ def run_profile_step(out: Path, variant: Variant, profile_args: list[str], timeo
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--out", type=Path, required=True)
-    parser.add_argument("--variant", action="append", required=True, help="NAME[=VAR=VALUE,...], at least two")
+    parser.add_argument("--variant", action="append", required=True, help="NAME[@TREE][=VAR=VALUE,...], at least two")
     parser.add_argument("--batches", default="1,4,16,64")
     parser.add_argument("--modes", default="graph_ops")
     parser.add_argument("--repeats", type=int, default=2)
@@ -137,7 +153,7 @@ def main() -> int:
     text = table(variants, runs)
     (args.out / "ab_step.md").write_text(text + "\n")
     (args.out / "ab_step.json").write_text(json.dumps({
-        "variants": [{"name": v.name, "env": v.env} for v in variants],
+        "variants": [{"name": v.name, "env": v.env, "tree": str(v.tree) if v.tree else None} for v in variants],
         "order": [f"{v.name}_{r}" for v, r in order],
         "runs": {name: [[{"mode": m, "batch": b, "step_ms": ms} for (m, b), ms in sorted(run.items())]
                         for run in per_variant] for name, per_variant in runs.items()},

@@ -19,9 +19,19 @@ def test_parse_variant():
     assert parse_variant("base") == Variant("base", {})
     assert parse_variant("rows32=VOXCPM_SKINNY_PLAIN_ROWS=32,TORCH_BLAS_PREFER_CUBLASLT=0") == Variant(
         "rows32", {"VOXCPM_SKINNY_PLAIN_ROWS": "32", "TORCH_BLAS_PREFER_CUBLASLT": "0"})
-    for bad in ("", "a b=X=1", "lt=TORCH_BLAS_PREFER_CUBLASLT", "x==1"):
+    for bad in ("", "a b=X=1", "lt=TORCH_BLAS_PREFER_CUBLASLT", "x==1", "branch@/nonexistent/tree"):
         with pytest.raises(ValueError):
             parse_variant(bad)
+
+
+def test_a_variant_of_another_tree_runs_its_script_with_its_library(tmp_path):
+    branch = parse_variant(f"branch@{ROOT}=VOXCPM_SKINNY_BIAS=0")
+    assert branch.tree == ROOT and branch.script == ROOT / "perf" / "profile_step.py"
+    env = branch.environment()
+    assert env["VOXCPM_KERNELS_LIB"] == str(ROOT / "build" / "out" / "lib" / "libvoxcpm_kernels.so")
+    assert env["VOXCPM_SKINNY_BIAS"] == "0"
+    chosen = parse_variant(f"branch@{ROOT}=VOXCPM_KERNELS_LIB={tmp_path}/lib.so")
+    assert chosen.environment()["VOXCPM_KERNELS_LIB"] == f"{tmp_path}/lib.so"
 
 
 def test_schedule_alternates_the_order_each_repeat():
@@ -46,7 +56,7 @@ def test_two_variants_on_the_cpu(tmp_path):
     out = tmp_path / "ab"
     result = subprocess.run(
         [sys.executable, str(ROOT / "perf" / "ab_step.py"), "--out", str(out), "--variant", "base",
-         "--variant", "rows8=VOXCPM_SKINNY_PLAIN_ROWS=8", "--batches", "1", "--repeats", "1", "--no-throwaway",
+         "--variant", f"rows8@{ROOT}=VOXCPM_SKINNY_PLAIN_ROWS=8", "--batches", "1", "--repeats", "1", "--no-throwaway",
          "--cpu-dry-run"],
         cwd=ROOT, capture_output=True, text=True, timeout=300)
     assert result.returncode == 0, result.stdout + result.stderr
