@@ -68,22 +68,18 @@ template <> __device__ __forceinline__ float2 unpack<__half>(uint32_t w) {
     return __half22float2(*reinterpret_cast<const __half2*>(&w));
 }
 
+// The packed pair type of T, for __hmul2.
+template <typename T> struct Packed;
+template <> struct Packed<__nv_bfloat16> { using type = __nv_bfloat162; };
+template <> struct Packed<__half> { using type = __half2; };
+
 // The 8 elements of v times the 8 of gain, each product rounded to T (exact in fp32 before that).
-template <typename T> __device__ __forceinline__ uint4 times(const uint4& v, const uint4& gain);
-template <> __device__ __forceinline__ uint4 times<__nv_bfloat16>(const uint4& v, const uint4& gain) {
+template <typename T> __device__ __forceinline__ uint4 times(const uint4& v, const uint4& gain) {
+    using P = typename Packed<T>::type;
     uint4 out;
-    const auto* a = reinterpret_cast<const __nv_bfloat162*>(&v);
-    const auto* b = reinterpret_cast<const __nv_bfloat162*>(&gain);
-    auto* c = reinterpret_cast<__nv_bfloat162*>(&out);
-#pragma unroll
-    for (int i = 0; i < 4; ++i) c[i] = __hmul2(a[i], b[i]);
-    return out;
-}
-template <> __device__ __forceinline__ uint4 times<__half>(const uint4& v, const uint4& gain) {
-    uint4 out;
-    const auto* a = reinterpret_cast<const __half2*>(&v);
-    const auto* b = reinterpret_cast<const __half2*>(&gain);
-    auto* c = reinterpret_cast<__half2*>(&out);
+    const auto* a = reinterpret_cast<const P*>(&v);
+    const auto* b = reinterpret_cast<const P*>(&gain);
+    auto* c = reinterpret_cast<P*>(&out);
 #pragma unroll
     for (int i = 0; i < 4; ++i) c[i] = __hmul2(a[i], b[i]);
     return out;
