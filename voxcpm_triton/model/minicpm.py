@@ -399,13 +399,14 @@ class MiniCPMModel(nn.Module):
         trimmed = rows if isinstance(rope, ShortAttentionOp) or not x.is_cuda else None
         rows_per_layer = [None] * (len(self.layers) - 1) + [trimmed]
         kv = []
-        if isinstance(rope, ShortAttentionOp) and self._norms_in_gemms(x):
-            x = x.contiguous().clone()  # the residual stream is updated in place
+        normed = isinstance(rope, ShortAttentionOp) and self._norms_in_gemms(x)
+        if self.fused_norms:
+            x = x.contiguous().clone()  # the fused paths update the residual stream in place
+        if normed:
             for layer, layer_rows in zip(self.layers, rows_per_layer):
                 x = layer.normed_forward(x, rope, layer_rows)
             return ops.rmsnorm(x, self.norm.weight, self.norm.eps), [(None, None)] * len(self.layers)
         if self.fused_norms:
-            x = x.contiguous().clone()  # the residual stream is updated in place
             h = ops.rmsnorm(x, self.layers[0].input_layernorm.weight, self.layers[0].input_layernorm.eps)
             for layer, next_norm, layer_rows in zip(self.layers, self._next_norms(), rows_per_layer):
                 h, k, v = layer.fused_forward(x, h, rope, causal, next_norm, layer_rows)
@@ -460,13 +461,14 @@ class MiniCPMModel(nn.Module):
         elif self.rope is not None:
             cos, sin = self.rope(where.positions)
             rope = (cos[:, None, None, :], sin[:, None, None, :])
-        if where.kernel_index is not None and self._norms_in_gemms(x):
-            x = x.contiguous().clone()  # the residual stream is updated in place
+        normed = where.kernel_index is not None and self._norms_in_gemms(x)
+        if self.fused_norms:
+            x = x.contiguous().clone()  # the fused paths update the residual stream in place
+        if normed:
             for index, layer in enumerate(self.layers):
                 x = layer.normed_decode(x, rope, k_cache[index], v_cache[index], where.kernel_index)
             return ops.rmsnorm(x, self.norm.weight, self.norm.eps)
         if self.fused_norms:
-            x = x.contiguous().clone()
             h = ops.rmsnorm(x, self.layers[0].input_layernorm.weight, self.layers[0].input_layernorm.eps)
             for index, (layer, next_norm) in enumerate(zip(self.layers, self._next_norms())):
                 h = layer.fused_decode(x, h, rope, k_cache[index], v_cache[index], where, next_norm)
