@@ -120,7 +120,7 @@ template <typename T, int MT, int U, int EPI>
 __global__ void __launch_bounds__(kThreads, 2) skinny_gemm_kernel(
     const T* __restrict__ x, const T* __restrict__ w, T* out, const T* __restrict__ gain, const T* residual,
     float* __restrict__ partials, int* __restrict__ counters, int m, int k, int out_cols, int second, int options,
-    float residual_scale, float rms_eps, int cluster_splits) {
+    float residual_scale, float rms_eps, bool cluster) {
     __shared__ float reduced[kWarps][Frag<MT>::kValues];
     __shared__ float row_squares[kWarps][kRowSlots];
     __shared__ bool last_block;
@@ -221,14 +221,14 @@ __global__ void __launch_bounds__(kThreads, 2) skinny_gemm_kernel(
     constexpr int kRows = MT * 8;
     constexpr int kOutputs = EPI == kSwiGLU ? kValues / 2 : kValues;
 #if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
-    const bool in_cluster = cluster_splits > 1;
+    const bool in_cluster = cluster;  // the pair's splits (gridDim.y) are one cluster
 #else
     const bool in_cluster = false;  // code built for older GPUs (a JIT from their PTX): the global path
 #endif
     // The outputs this thread writes: in a cluster each block takes a slice of them, otherwise the
     // pair's last block writes all. At most kOutputs / kThreads <= MT each.
     const int first_output = in_cluster ? split * kThreads + threadIdx.x : threadIdx.x;
-    const int output_step = in_cluster ? cluster_splits * kThreads : kThreads;
+    const int output_step = in_cluster ? splits * kThreads : kThreads;
     // The residual values those outputs add, read now so that the reduction hides the round trip;
     // outputs are written only after every block of the pair has read its own.
     float resid[MT];
@@ -304,14 +304,14 @@ __global__ void __launch_bounds__(kThreads, 2) skinny_gemm_kernel(
         const float* peer_rows[kMaxClusterSplits];
 #pragma unroll
         for (int s = 0; s < kMaxClusterSplits; ++s) {
-            peers[s] = cluster.map_shared_rank(&reduced[0][0], s < cluster_splits ? s : 0);
-            peer_rows[s] = cluster.map_shared_rank(&row_squares[0][0], s < cluster_splits ? s : 0);
+            peers[s] = cluster.map_shared_rank(&reduced[0][0], s < splits ? s : 0);
+            peer_rows[s] = cluster.map_shared_rank(&row_squares[0][0], s < splits ? s : 0);
         }
         float total_squares = 0.f;  // this thread's row (threadIdx.x < kRows) over the splits
         if (row_rms && threadIdx.x < kRows) {
 #pragma unroll
             for (int s = 0; s < kMaxClusterSplits; ++s)
-                if (s < cluster_splits) total_squares += peer_rows[s][threadIdx.x];
+                if (s < splits) total_squares += peer_rows[s][threadIdx.x];
         }
         float sums[MT], up_sums[MT];
 #pragma unroll
@@ -321,7 +321,7 @@ __global__ void __launch_bounds__(kThreads, 2) skinny_gemm_kernel(
             if (v >= kOutputs) continue;
 #pragma unroll
             for (int s = 0; s < kMaxClusterSplits; ++s) {
-                if (s < cluster_splits) {
+                if (s < splits) {
                     sums[i] += peers[s][v];
                     if (EPI == kSwiGLU) up_sums[i] += peers[s][v + kValues / 2];
                 }
@@ -473,8 +473,7 @@ template <typename T, int MT, int EPI> int launch_tiles(const Args& a, const Sha
         kernel_of<T, MT, EPI>(), dim3(shape.pairs, shape.splits), dim3(kThreads), gain_bytes,
         dim3(1, shape.cluster ? shape.splits : 1), stream, static_cast<const T*>(a.x), static_cast<const T*>(a.w),
         static_cast<T*>(a.out), static_cast<const T*>(a.gain), static_cast<const T*>(a.residual), a.partials,
-        a.counters, a.m, a.k, a.out_cols, a.second, a.options, a.residual_scale, a.rms_eps,
-        shape.cluster ? shape.splits : 0);
+        a.counters, a.m, a.k, a.out_cols, a.second, a.options, a.residual_scale, a.rms_eps, shape.cluster);
 }
 
 template <typename T, int EPI> int launch(const Args& a, const Shape& shape, cudaStream_t stream) {
