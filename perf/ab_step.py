@@ -110,8 +110,9 @@ def run_profile_step(out: Path, variant: Variant, profile_args: list[str], timeo
     out.mkdir(parents=True, exist_ok=True)
     with open(out / "profile_step.log", "w") as log:
         try:
-            subprocess.run([sys.executable, str(variant.script), "--out", str(out), *profile_args], env=variant.environment(),
-                           stdout=log, stderr=subprocess.STDOUT, timeout=timeout_s, check=False)
+            subprocess.run([sys.executable, str(variant.script), "--out", str(out), *profile_args],
+                           env=variant.environment(), stdout=log, stderr=subprocess.STDOUT, timeout=timeout_s,
+                           check=False)
         except subprocess.TimeoutExpired:
             log.write(f"\nab_step: killed after {timeout_s:.0f} s\n")
     summary = out / "profile_step.json"

@@ -5,8 +5,9 @@ up weights into one [2 * inter, hidden] tensor and each attention's q/k/v weight
 parts the official parameters then view (state_dict keys and values unchanged, no extra memory:
 one GEMM instead of two or three), and makes the stacks use add_rmsnorm /
 rmsnorm, the swiglu, fsq and cfg_euler_step ops; a stack call of at most 32 rows (one or a few
-streams) takes each norm and residual add into its skinny_gemm GEMMs instead (MiniCPMModel).
-`compile_layers` puts each decoder layer's forward under torch.compile (inductor). `enable_fp8` gives the LocDiT's GEMMs FP8 copies of their
+streams) takes each norm and residual add into its skinny_gemm GEMMs instead (MiniCPMModel), and
+biased layers (Projection) go through ops.linear. `compile_layers` puts each decoder layer's
+forward under torch.compile (inductor). `enable_fp8` gives the LocDiT's GEMMs FP8 copies of their
 weights for large batches (opt-in precision mode). Environment: VOXCPM_CUSTOM_OPS=0, VOXCPM_COMPILE=1,
 VOXCPM_FP8=1 (VOXCPM_FP8_MIN_ROWS, default 1024).
 """

@@ -20,10 +20,10 @@ from voxcpm_triton.ops.snake_depthwise_conv import snake_depthwise_conv, snake_d
 from voxcpm_triton.ops.swiglu import swiglu, swiglu_ref
 
 __all__ = [
-    "Fp8Weight", "add_rmsnorm", "add_rmsnorm_ref", "cfg_euler_step", "cfg_euler_step_ref",
-    "decode_attention", "decode_attention_ref", "fp8_linear", "fsq", "fsq_ref", "gate_up_swiglu",
-    "library_status", "linear", "linear_residual_", "normed_gate_up_swiglu", "normed_linear", "quantize_fp8", "quantize_fp8_ref", "quantize_weight", "rmsnorm",
-    "rmsnorm_ref", "rope_kv_write", "rope_kv_write_ref", "short_attention", "short_attention_ref",
-    "skinny_gemm", "skinny_gemm_ref", "skinny_linear", "snake", "snake_depthwise_conv", "snake_depthwise_conv_ref",
-    "snake_ref", "swiglu", "swiglu_ref",
+    "Fp8Weight", "add_rmsnorm", "add_rmsnorm_ref", "cfg_euler_step", "cfg_euler_step_ref", "decode_attention",
+    "decode_attention_ref", "fp8_linear", "fsq", "fsq_ref", "gate_up_swiglu", "library_status", "linear",
+    "linear_residual_", "normed_gate_up_swiglu", "normed_linear", "quantize_fp8", "quantize_fp8_ref",
+    "quantize_weight", "rmsnorm", "rmsnorm_ref", "rope_kv_write", "rope_kv_write_ref", "short_attention",
+    "short_attention_ref", "skinny_gemm", "skinny_gemm_ref", "skinny_linear", "snake", "snake_depthwise_conv",
+    "snake_depthwise_conv_ref", "snake_ref", "swiglu", "swiglu_ref",
 ]
