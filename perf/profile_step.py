@@ -11,7 +11,10 @@ Modes (each a fresh ModelRunner over the same weights, fixed-shape step, kernel 
                  precision; perf/fp8_drift.py states how far its patches are from bf16's)
 Step time = `runner.decode(streams)` end to end in-process (host upload, noise ring refills, the
 graph replay, the one device-to-host copy), median over --iters after --warmup steps; replay =
-device time of the graph alone (CUDA events). RTF = step_ms / 160; audio s/s = B * 0.16 / step_s.
+device time of the graph alone (CUDA events), its rows pointed at the scratch slot; back to back =
+wall time per replay of --iters replays of the streams' own step with no host work or sync between
+them (the step an engine would approach that launched step n+1 before reading step n's output).
+RTF = step_ms / 160; audio s/s = B * 0.16 / step_s.
 
 Usage: python perf/profile_step.py --out DIR [--batches 1,16,64,256] [--modes ...] [--budget-s 300]
 Writes DIR/profile_step.json and DIR/profile_step.md (the table, also printed last) and
@@ -132,6 +135,12 @@ def time_steps(runner: ModelRunner, streams: list[Stream], warmup: int, iters: i
     if runner.graphs is not None and graph is None:
         result["graph_failure"] = runner.graphs.failure  # the step ran eagerly
     if graph is not None:
+        synchronize()
+        start = time.perf_counter()
+        for _ in range(iters):
+            graph.replay()
+        synchronize()
+        result["back_to_back_ms"] = (time.perf_counter() - start) * 1e3 / iters
         begin, end = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
         with torch.inference_mode():  # the graph's buffers are inference tensors
             graph.index[0].fill_(runner.scratch_slot)  # replays of padding rows: same work, no state change
@@ -188,14 +197,16 @@ def first_patch_ms(model, options: dict, text_tokens: int, timesteps: int, cfg: 
 
 
 def markdown(results: list[dict], first_patch: dict) -> str:
-    lines = ["| mode | B | step ms | graph replay ms | RTF | audio s/s |", "|---|---|---|---|---|---|"]
+    lines = ["| mode | B | step ms | graph replay ms | back to back ms | RTF | audio s/s |",
+             "|---|---|---|---|---|---|---|"]
     for r in results:
         if "error" in r:
-            lines.append(f"| {r['mode']} | {r['batch']} | {r['error'][:60]} | | | |")
+            lines.append(f"| {r['mode']} | {r['batch']} | {r['error'][:60]} | | | | |")
             continue
         replay = f"{r['replay_ms']:.2f}" if "replay_ms" in r else ("capture failed" if "graph_failure" in r else "-")
-        lines.append(f"| {r['mode']} | {r['batch']} | {r['step_ms']:.2f} | {replay} | {r['rtf']:.4f} | "
-                     f"{r['audio_s_per_s']:.0f} |")
+        back_to_back = f"{r['back_to_back_ms']:.2f}" if "back_to_back_ms" in r else "-"
+        lines.append(f"| {r['mode']} | {r['batch']} | {r['step_ms']:.2f} | {replay} | {back_to_back} | "
+                     f"{r['rtf']:.4f} | {r['audio_s_per_s']:.0f} |")
     for mode, value in first_patch.items():
         text = f"{value:.1f} ms" if isinstance(value, float) else value
         lines.append(f"\nfirst patch after admission ({mode}, B=1, 30-token text): {text}")
