@@ -77,11 +77,11 @@ class FlowMatching(nn.Module):
         times, steps = self.schedule(n_timesteps, mu.dtype, mu.device)
         batch = noise.shape[0]
         x = noise
+        if self.use_op:
+            return self._sample_fused(noise, mu, cond, times, steps, cfg_value)
         mu_in = torch.cat((mu, torch.zeros_like(mu)), dim=0)
         cond_in = torch.cat((cond, cond), dim=0)
         guidance = cfg_value.to(mu.dtype).view(batch, 1, 1)
-        if self.use_op:
-            return self._sample_fused(noise, mu_in, cond_in, times, steps, cfg_value)
         for step in range(zero_init_steps(n_timesteps), n_timesteps):
             t_in = times[step].expand(2 * batch)
             dt_in = steps[step].expand(2 * batch) if self.mean_mode else torch.zeros_like(t_in)
@@ -89,20 +89,20 @@ class FlowMatching(nn.Module):
             x = x - steps[step] * cfg_zero_star(velocity[:batch], velocity[batch:], guidance)
         return x
 
-    def _sample_fused(self, noise: torch.Tensor, mu_in: torch.Tensor, cond_in: torch.Tensor, times: torch.Tensor,
+    def _sample_fused(self, noise: torch.Tensor, mu: torch.Tensor, cond: torch.Tensor, times: torch.Tensor,
                       steps: torch.Tensor, cfg_value: torch.Tensor) -> torch.Tensor:
         """sample() on the cfg_euler_step op, with what does not change over the Euler steps (the
-        projected condition, every step's time token) computed once."""
+        projected condition, every step's time token, the branches' mu) computed once."""
         n_timesteps, batch = times.shape[0], noise.shape[0]
         x = noise.contiguous().clone()  # updated in place by cfg_euler_step
         guidance = cfg_value.float().contiguous()
         step_sizes = steps.float()[:, None].expand(n_timesteps, batch).contiguous()
         first = zero_init_steps(n_timesteps)
         dts = steps[first:] if self.mean_mode else torch.zeros_like(times[first:])
-        time_tokens = self.estimator.time_token(times[first:], dts, mu_in.dtype)
-        cond_embed = self.estimator.cond_proj(cond_in)
+        time_tokens = self.estimator.time_token(times[first:], dts, mu.dtype)
+        cond_embed = self.estimator.cond_proj(cond)
+        mu_pair = torch.stack((mu, torch.zeros_like(mu)))
         for row, step in enumerate(range(first, n_timesteps)):
-            time = time_tokens[row].expand(2 * batch, -1)
-            velocity = self.estimator.forward_parts(torch.cat((x, x), dim=0), mu_in, time, cond_embed)
+            velocity = self.estimator.guided_velocity(x, mu_pair, time_tokens[row], cond_embed)
             ops.cfg_euler_step(x, velocity[:batch], velocity[batch:], guidance, step_sizes[step])
         return x

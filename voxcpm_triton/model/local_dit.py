@@ -61,18 +61,37 @@ class LocalDiT(nn.Module):
     def forward(self, x: torch.Tensor, mu: torch.Tensor, t: torch.Tensor, cond: torch.Tensor,
                 dt: torch.Tensor) -> torch.Tensor:
         """x [N, P, D] noisy patch, mu [N, mu_width], t/dt [N], cond [N, Pc, D] -> velocity [N, P, D]."""
-        return self.forward_parts(x, mu, self.time_token(t, dt, mu.dtype), self.cond_proj(cond))
-
-    def forward_parts(self, x: torch.Tensor, mu: torch.Tensor, time: torch.Tensor,
-                      cond: torch.Tensor) -> torch.Tensor:
-        """forward() with the time token [N, hidden] and the projected condition [N, Pc, hidden]
-        given: the Euler loop computes them once instead of once per step."""
         x = self.in_proj(x)
+        time = self.time_token(t, dt, mu.dtype)
         if self.version == 1:
             prefix = (mu + time).unsqueeze(1)
         else:
             prefix = torch.cat((mu.view(x.shape[0], -1, x.shape[-1]), time.unsqueeze(1)), dim=1)
-        # Only the noisy patch's positions are read: the last layer computes those rows alone.
-        noisy = slice(prefix.shape[1] + cond.shape[1], None)
-        hidden, _ = self.decoder(torch.cat((prefix, cond, x), dim=1), causal=False, rows=noisy)
+        return self._velocity(torch.cat((prefix, self.cond_proj(cond), x), dim=1), x.shape[1])
+
+    def guided_velocity(self, x: torch.Tensor, mu_pair: torch.Tensor, time: torch.Tensor,
+                        cond: torch.Tensor) -> torch.Tensor:
+        """Velocity of both guidance branches, [2N, P, D] (mu_pair[0]'s rows first), for the Euler
+        loop: x [N, P, D] noisy patch and cond [N, Pc, hidden] projected condition are shared by the
+        branches, mu_pair [2, N, mu_width] is not, time [hidden] is this step's token for every row.
+
+        The patch is projected once for both branches, and the shared parts enter the sequence as
+        broadcast views, so one concatenation builds the whole [2N, L, hidden] input."""
+        x = self.in_proj(x)
+        batch, hidden = x.shape[0], x.shape[-1]
+        time = time.view(1, 1, 1, hidden).expand(2, batch, 1, hidden)
+        if self.version == 1:
+            prefix = (mu_pair.unsqueeze(2) + time,)
+        else:
+            prefix = (mu_pair.view(2, batch, -1, hidden), time)
+        shared = tuple(part.unsqueeze(0).expand(2, *part.shape) for part in (cond, x))
+        sequence = torch.cat(prefix + shared, dim=2).view(2 * batch, -1, hidden)
+        return self._velocity(sequence, x.shape[1])
+
+    def _velocity(self, sequence: torch.Tensor, patch: int) -> torch.Tensor:
+        """Transformer over [B, L, hidden] sequences ending with the noisy patch's `patch`
+        positions -> velocity [B, patch, D]. Only those positions are read: the last layer computes
+        those rows alone. The sequence is a fresh tensor, so the stack may update it in place."""
+        noisy = slice(sequence.shape[1] - patch, None)
+        hidden, _ = self.decoder(sequence, causal=False, rows=noisy, owned=True)
         return self.out_proj(hidden)

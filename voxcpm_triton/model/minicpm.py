@@ -377,13 +377,15 @@ class MiniCPMModel(nn.Module):
         """The norm applied after each layer's final residual add when adds and norms are fused."""
         return [layer.input_layernorm for layer in self.layers[1:]] + [self.norm]
 
-    def forward(self, x: torch.Tensor, causal: bool,
-                rows: slice | None = None) -> tuple[torch.Tensor, list[tuple[torch.Tensor, torch.Tensor]]]:
+    def forward(self, x: torch.Tensor, causal: bool, rows: slice | None = None,
+                owned: bool = False) -> tuple[torch.Tensor, list[tuple[torch.Tensor, torch.Tensor]]]:
         """x [B, T, hidden] -> (normed hidden [B, T, hidden], per-layer (k, v) [B, Hkv, T, d]; each
         (None, None) where the short_attention op ran: non-causal short sequences on the custom ops).
         `rows` (non-causal only): the positions whose output the caller uses; the last layer then
         runs o_proj, the residual adds, the MLP and the final norm on those rows alone (attention
-        still reads every key) and the hidden states returned are [B, len(rows), hidden]."""
+        still reads every key) and the hidden states returned are [B, len(rows), hidden].
+        `owned`: x is a contiguous tensor the caller no longer needs, so the fused paths update it in
+        place instead of a copy."""
         rope = None
         use_ops = self.fused_norms and (ops.library.kernel_ready(x) or not x.is_cuda)
         if use_ops and self._short_attention_fits(x, causal):
@@ -400,7 +402,7 @@ class MiniCPMModel(nn.Module):
         rows_per_layer = [None] * (len(self.layers) - 1) + [trimmed]
         kv = []
         normed = isinstance(rope, ShortAttentionOp) and self._norms_in_gemms(x)
-        if self.fused_norms:
+        if self.fused_norms and not owned:
             x = x.contiguous().clone()  # the fused paths update the residual stream in place
         if normed:
             for layer, layer_rows in zip(self.layers, rows_per_layer):
