@@ -13,7 +13,8 @@ Step time = `runner.decode(streams)` end to end in-process (host upload, noise r
 graph replay, the one device-to-host copy), median over --iters after --warmup steps; replay =
 device time of the graph alone (CUDA events), its rows pointed at the scratch slot; back to back =
 wall time per replay of --iters replays of the streams' own step with no host work or sync between
-them (the step an engine would approach that launched step n+1 before reading step n's output).
+them (the step an engine would approach that launched step n+1 before reading step n's output);
+launch = host time of one graph.replay() call in that loop.
 RTF = step_ms / 160; audio s/s = B * 0.16 / step_s.
 
 Usage: python perf/profile_step.py --out DIR [--batches 1,16,64,256] [--modes ...] [--budget-s 300]
@@ -136,11 +137,15 @@ def time_steps(runner: ModelRunner, streams: list[Stream], warmup: int, iters: i
         result["graph_failure"] = runner.graphs.failure  # the step ran eagerly
     if graph is not None:
         synchronize()
+        launches = []
         start = time.perf_counter()
         for _ in range(iters):
+            launched = time.perf_counter()
             graph.replay()
+            launches.append((time.perf_counter() - launched) * 1e3)
         synchronize()
         result["back_to_back_ms"] = (time.perf_counter() - start) * 1e3 / iters
+        result["launch_ms"] = statistics.median(launches)
         begin, end = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
         with torch.inference_mode():  # the graph's buffers are inference tensors
             graph.index[0].fill_(runner.scratch_slot)  # replays of padding rows: same work, no state change
@@ -197,15 +202,15 @@ def first_patch_ms(model, options: dict, text_tokens: int, timesteps: int, cfg: 
 
 
 def markdown(results: list[dict], first_patch: dict) -> str:
-    lines = ["| mode | B | step ms | graph replay ms | back to back ms | RTF | audio s/s |",
-             "|---|---|---|---|---|---|---|"]
+    lines = ["| mode | B | step ms | graph replay ms | back to back ms | launch ms | RTF | audio s/s |",
+             "|---|---|---|---|---|---|---|---|"]
     for r in results:
         if "error" in r:
-            lines.append(f"| {r['mode']} | {r['batch']} | {r['error'][:60]} | | | | |")
+            lines.append(f"| {r['mode']} | {r['batch']} | {r['error'][:60]} | | | | | |")
             continue
         replay = f"{r['replay_ms']:.2f}" if "replay_ms" in r else ("capture failed" if "graph_failure" in r else "-")
-        back_to_back = f"{r['back_to_back_ms']:.2f}" if "back_to_back_ms" in r else "-"
-        lines.append(f"| {r['mode']} | {r['batch']} | {r['step_ms']:.2f} | {replay} | {back_to_back} | "
+        back_to_back, launch = (f"{r[key]:.2f}" if key in r else "-" for key in ("back_to_back_ms", "launch_ms"))
+        lines.append(f"| {r['mode']} | {r['batch']} | {r['step_ms']:.2f} | {replay} | {back_to_back} | {launch} | "
                      f"{r['rtf']:.4f} | {r['audio_s_per_s']:.0f} |")
     for mode, value in first_patch.items():
         text = f"{value:.1f} ms" if isinstance(value, float) else value
