@@ -1,29 +1,42 @@
 """Engine: continuous batching of VoxCPM streams.
 
 One `step()` reads aloud: the scheduler picks (admit queued requests, drop cancelled ones), the
-runner runs (prefill the admitted, decode everyone), the scheduler books (emit patches, end finished
-streams). `submit` and `cancel` may be called from any thread; `step` from one thread at a time.
+runner runs (prefill the admitted, launch everyone's decode step), the scheduler books (emit
+patches, end finished streams). `submit` and `cancel` may be called from any thread; `step` from one
+thread at a time.
+
+With launch_ahead (the default on CUDA) a step books the decode step launched by the call before,
+after launching its own, so the GPU starts step n+1 while the host reads and books step n (on the
+H200 the host part was 0.1 ms of a 5.3 ms step at one stream, 0.5 of 16 ms at 64; perf/RESULTS.md
+run 29). The price: a stream whose stop head fires runs one step more, which is dropped; the
+scheduler never launches a step past a stream's budget, and a slot is reused only after the
+steps that wrote it, in GPU stream order.
 """
 
 from __future__ import annotations
 
+import os
 import threading
 
 import torch
 
+from voxcpm_triton.engine.pending_step import PendingStep
 from voxcpm_triton.engine.request import GenerationRequest, StepOutput
 from voxcpm_triton.engine.runner import ModelRunner
-from voxcpm_triton.engine.scheduler import Scheduler
+from voxcpm_triton.engine.scheduler import Batch, Scheduler
 from voxcpm_triton.model.voxcpm import VoxCPMModel
 
 
 class Engine:
     def __init__(self, model: VoxCPMModel, max_slots: int, max_context: int, device: torch.device | str,
                  window_patches: int, max_prefill_tokens: int | None = None, cuda_graphs: bool | None = None,
-                 custom_ops: bool | None = None, compile_layers: bool | None = None, fp8: bool | None = None):
+                 custom_ops: bool | None = None, compile_layers: bool | None = None, fp8: bool | None = None,
+                 launch_ahead: bool | None = None):
         """cuda_graphs / custom_ops / compile_layers / fp8 (CUDA only; None: from the environment, see
         ModelRunner) choose how the decode step runs; the CUDA graphs for the default timesteps
-        are captured here, for every batch bucket up to max_slots."""
+        are captured here, for every batch bucket up to max_slots. launch_ahead (None: on CUDA,
+        unless VOXCPM_LAUNCH_AHEAD=0): step() returns the outputs of the decode step launched by
+        the call before (see the module docstring); off, those of its own."""
         device = torch.device(device)
         config = model.config
         if not 1 < max_context <= config.max_length:
@@ -36,6 +49,10 @@ class Engine:
         self.scheduler = Scheduler(max_slots, max_context, window_patches, max_prefill_tokens)
         self.runner = ModelRunner(model.eval(), max_slots, max_context, device, cuda_graphs=cuda_graphs,
                                   custom_ops=custom_ops, compile_layers_=compile_layers, fp8=fp8)
+        if launch_ahead is None:
+            launch_ahead = device.type == "cuda" and os.environ.get("VOXCPM_LAUNCH_AHEAD", "1") != "0"
+        self.launch_ahead = launch_ahead
+        self._in_flight: tuple[Batch, PendingStep] | None = None  # launched, not yet booked
         self._lock = threading.Lock()
         self._step_lock = threading.Lock()
 
@@ -58,7 +75,7 @@ class Engine:
     @property
     def has_work(self) -> bool:
         with self._lock:
-            return self.scheduler.has_work
+            return self.scheduler.has_work or self._in_flight is not None
 
     def step(self) -> list[StepOutput]:
         """Advance every live stream by one patch (admitting queued requests first)."""
@@ -72,12 +89,27 @@ class Engine:
                     with self._lock:
                         outputs += self.scheduler.fail(batch.admitted, f"prefill failed: {exc}")
                     batch.running = [s for s in batch.running if s not in batch.admitted]
-            if not batch.running:
-                return outputs
-            try:
-                patches, stop = self.runner.decode(batch.running)
-            except Exception as exc:
-                with self._lock:
-                    return outputs + self.scheduler.fail(batch.running, f"decode failed: {exc}")
+            launched = None
+            if batch.running:
+                try:
+                    launched = batch, self.runner.launch(batch.running)
+                except Exception as exc:
+                    with self._lock:
+                        outputs += self.scheduler.fail(batch.running, f"decode failed: {exc}")
+            previous, self._in_flight = self._in_flight, launched
+            if previous is not None:
+                outputs += self._book(*previous)
+            if not self.launch_ahead and self._in_flight is not None:
+                outputs += self._book(*self._in_flight)
+                self._in_flight = None
+            return outputs
+
+    def _book(self, batch: Batch, pending: PendingStep) -> list[StepOutput]:
+        """Read a launched step's output and book it (a failed read fails its streams)."""
+        try:
+            patches, stop = pending.result()
+        except Exception as exc:
             with self._lock:
-                return outputs + self.scheduler.book(batch, patches, stop)
+                return self.scheduler.fail(batch.running, f"decode failed: {exc}")
+        with self._lock:
+            return self.scheduler.book(batch, patches, stop)

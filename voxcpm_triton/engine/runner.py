@@ -1,9 +1,10 @@
 """ModelRunner: the only owner of device state (KV caches, per-slot hidden states, noise generators).
 
 Two calls per engine step: `prefill(admitted)` fills the slots of newly admitted streams with one
-padded batch pass over their prompts, then `decode(running)` advances every live stream by one
-patch in one batch, with ragged positions. `decode` ends with the step's only device-to-host copy
-(patches and stop flags together).
+padded batch pass over their prompts, then `launch(running)` queues the step that advances every
+live stream by one patch in one batch, with ragged positions. The step ends with its only
+device-to-host copy (patches and stop flags together), read by the PendingStep it returns; the
+engine may launch the next step before reading it. `decode` is launch and read in one.
 
 Two decode paths. On the CPU the reference-faithful one: per-step noise draws, attention over the
 longest live prefix. On CUDA the fixed-shape one (`_fixed_advance`): a batch padded to a bucket
@@ -23,6 +24,7 @@ import torch
 
 from voxcpm_triton.engine.cuda_graphs import StepGraphs, buckets_for, graphs_requested
 from voxcpm_triton.engine.noise import NoiseRing, block_from_env
+from voxcpm_triton.engine.pending_step import PendingStep, StagingBuffers
 from voxcpm_triton.engine.prefill_graphs import MAX_ROWS, PrefillGraphs, graphable_prefill, length_bucket
 from voxcpm_triton.engine.scheduler import Stream
 from voxcpm_triton.engine.slots import KVCache
@@ -98,8 +100,7 @@ class ModelRunner:
         self.noise = NoiseRing(max_slots, *self.patch_shape, block_from_env(), self.device, self.dtype)
         width = self.patch_shape[0] * self.patch_shape[1] + 1
         capacity = max(max_slots, 1)
-        self._host_index = torch.zeros(2 * capacity, dtype=torch.int64, pin_memory=on_cuda)
-        self._host_out = torch.zeros(max(capacity, 256), width, dtype=torch.float32, pin_memory=on_cuda)
+        self._staging = StagingBuffers(2 * capacity, (max(capacity, 256), width), self.device)
         self.prefill_graphs: PrefillGraphs | None = None
         if on_cuda and (graphs_requested() if cuda_graphs is None else cuda_graphs):
             self.prefill_graphs = PrefillGraphs(self._prefill_advance, self.device, self._prefill_inputs,
@@ -251,22 +252,31 @@ class ModelRunner:
             patch[index] = sampler.sample(noise[index], mu[index], cond[index], timesteps, cfg_value[index])
         return patch
 
-    @torch.inference_mode()
     def decode(self, streams: list[Stream]) -> tuple[np.ndarray, np.ndarray]:
-        """One generation step for every stream -> (patches float32 [B, P, D], stop flags bool [B]).
+        """One generation step for every stream -> (patches float32 [B, P, D], stop flags bool [B])."""
+        return self.launch(streams).result()
+
+    @torch.inference_mode()
+    def launch(self, streams: list[Stream]) -> PendingStep:
+        """Queue one generation step for every stream and advance each one's `launched` count.
 
         Host data is uploaded and the noise drawn first (per-stream generators, outside any
         graph), the step's device work runs (a graph replay on CUDA), and the single host copy
-        comes last."""
+        comes last; on the CPU path the step has finished when this returns. At most one step
+        may be left unread when the next is launched: the one before it is read out first."""
         if self.fixed_shape:
-            return self._decode_fixed(streams)
-        slots = self._upload([s.slot for s in streams])
-        groups = self._timestep_groups(streams)
-        noise = self._noise(streams)
-        span = max(s.position for s in streams) + 1
-        patch, stop = self._advance(groups, slots, noise, span)
-        host = torch.cat((patch.flatten(1).float(), stop.float().unsqueeze(1)), dim=1).cpu().numpy()
-        return host[:, :-1].reshape(len(streams), *self.patch_shape), host[:, -1] > 0.5
+            pending = self._launch_fixed(streams)
+        else:
+            slots = self._upload([s.slot for s in streams])
+            groups = self._timestep_groups(streams)
+            noise = self._noise(streams)
+            span = max(s.position for s in streams) + 1
+            patch, stop = self._advance(groups, slots, noise, span)
+            host = torch.cat((patch.flatten(1).float(), stop.float().unsqueeze(1)), dim=1).cpu().numpy()
+            pending = PendingStep.ready(host, self.patch_shape)
+        for stream in streams:
+            stream.launched += 1
+        return pending
 
     def _advance(self, groups: list[tuple[int, torch.Tensor | None]], slots: torch.Tensor, noise: torch.Tensor,
                  span: int) -> tuple[torch.Tensor, torch.Tensor]:
@@ -287,38 +297,33 @@ class ModelRunner:
         self.positions[slots] += 1
         return patch, stop
 
-    def _decode_fixed(self, streams: list[Stream]) -> tuple[np.ndarray, np.ndarray]:
+    def _launch_fixed(self, streams: list[Stream]) -> PendingStep:
         batch = len(streams)
         for stream in streams:
-            self.noise.refill_if_due(stream.slot, stream.produced, self.generators[stream.slot])
+            self.noise.refill_if_due(stream.slot, stream.launched, self.generators[stream.slot])
         timesteps = {s.request.timesteps for s in streams}
         graph = None
         if self.graphs is not None and len(timesteps) == 1:
             graph = self.graphs.get(batch, next(iter(timesteps)))
         # Eager runs pad to the same bucket, so graphed and eager steps run identical shapes.
         size = graph.batch if graph is not None else next((b for b in self.buckets if b >= batch), batch)
-        pinned = self.device.type == "cuda"
-        if 2 * size > self._host_index.numel():
-            self._host_index = torch.zeros(2 * size, dtype=torch.int64, pin_memory=pinned)
-        host_index = self._host_index[:2 * size].view(2, size)  # contiguous: one pinned async copy
+        width = self.patch_shape[0] * self.patch_shape[1] + 1
+        host_index, host_out = self._staging.take(2 * size, (size, width))
+        host_index = host_index.view(2, size)  # contiguous: one pinned async copy
         host_index[0].fill_(self.scratch_slot)
         host_index[1].zero_()
         host_index[0, :batch] = torch.tensor([s.slot for s in streams])
-        host_index[1, :batch] = torch.tensor([self.noise.row(s.produced) for s in streams])
+        host_index[1, :batch] = torch.tensor([self.noise.row(s.launched) for s in streams])
+        pinned = self.device.type == "cuda"
         if graph is not None:
             graph.index.copy_(host_index, non_blocking=True)
             out = graph.replay()
         else:
             index = host_index.to(self.device, non_blocking=True)
             out = self._fixed_advance(index, self._timestep_groups(streams, size))
-        if out.shape[0] > self._host_out.shape[0]:
-            self._host_out = torch.zeros(out.shape, dtype=torch.float32, pin_memory=pinned)
-        host = self._host_out[:out.shape[0]]
-        host.copy_(out, non_blocking=pinned)
-        if pinned:
-            torch.cuda.current_stream(self.device).synchronize()
-        host = host[:batch].numpy().copy()
-        return host[:, :-1].reshape(batch, *self.patch_shape), host[:, -1] > 0.5
+        host_out.copy_(out, non_blocking=pinned)
+        pending = PendingStep(host_out, batch, self.patch_shape, self._staging.done_event())
+        return self._staging.launched(pending)
 
     def _fixed_advance(self, index: torch.Tensor, groups: list[tuple[int, torch.Tensor | None]]) -> torch.Tensor:
         """`_advance` with shapes fixed by the batch: index [2, B] holds each row's slot (padding:

@@ -20,19 +20,22 @@ class Stream:
     request: GenerationRequest
     slot: int
     budget: int  # most patches it may produce
-    produced: int = 0
+    produced: int = 0  # patches booked
+    # Decode steps queued (ModelRunner.launch); ahead of `produced` by the step in flight.
+    launched: int = 0
     window: deque = field(default_factory=deque)  # recent patches, np.float32 [P, D] each
 
     @property
     def position(self) -> int:
         """KV-cache row its next decode step writes."""
-        return self.request.prompt_length + self.produced
+        return self.request.prompt_length + self.launched
 
 
 @dataclass
 class Batch:
     admitted: list[Stream]  # need a prefill before this step's decode
-    running: list[Stream]  # every live stream (admitted ones included), in batch-row order
+    # Every live stream with steps left to launch (admitted ones included), in batch-row order.
+    running: list[Stream]
 
 
 class Scheduler:
@@ -101,16 +104,21 @@ class Scheduler:
                 stream.window.append(patch.detach().to("cpu").float().numpy())
             self.running[request.request_id] = stream
             admitted.append(stream)
-        return Batch(admitted, list(self.running.values())), ended
+        # A stream whose last step is still in flight (Engine with launch_ahead) has none left.
+        live = [s for s in self.running.values() if s.launched < s.budget]
+        return Batch(admitted, live), ended
 
     def book(self, batch: Batch, patches: np.ndarray, stop: np.ndarray) -> list[StepOutput]:
         """Record each stream's new patch [P, D] and stop flag; end streams that are done.
 
         As in the reference loop, step i's patch is always emitted, then the stream ends if the
-        stop head fired and i > min_len, or if it has used its patch budget.
+        stop head fired and i > min_len, or if it has used its patch budget. Rows of streams that
+        ended after the step was launched (stopped by the step before, cancelled) are dropped.
         """
         outputs = []
         for row, stream in enumerate(batch.running):
+            if self.running.get(stream.request.request_id) is not stream:
+                continue
             step = stream.produced
             stream.produced += 1
             stream.window.append(patches[row])
