@@ -88,7 +88,9 @@ def main() -> int:
     bursts = [int(b) for b in args.bursts.split(",")]
     model = random_model("full", torch.device("cuda"))
     began = time.perf_counter()
-    engine = Engine(model, max_slots=max(bursts), max_context=1024, device="cuda", window_patches=1)
+    # Each timed step books its own decode (no launch-ahead), so prefill and decode can be told apart.
+    engine = Engine(model, max_slots=max(bursts), max_context=1024, device="cuda", window_patches=1,
+                    launch_ahead=False)
     startup_s = time.perf_counter() - began
     results = [measure(engine, model.config, count, args.text_tokens, audio, args.repeats)
                for audio in (False, True) for count in bursts]

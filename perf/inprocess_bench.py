@@ -38,8 +38,11 @@ class InProcessSystem:
         self.vocoder = WindowedVocoder(loaded.audio_vae, loaded.config.patch_size)
         # The server's max_context (4096), or the checkpoint's own limit where that is smaller (tiny).
         self.max_context = min(max_context, loaded.config.max_length)
+        # Each step's windows go through the vocoder before the next step is queued: on one CUDA
+        # stream a launched-ahead step would hold the vocoder back by a whole step, where the
+        # served vocoder runs in its own process next to the decoder.
         self.engine = Engine(loaded.model, max_slots=max_slots, max_context=self.max_context, device=device,
-                             window_patches=self.vocoder.window_patches)
+                             window_patches=self.vocoder.window_patches, launch_ahead=False)
         self.sample_rate = int(self.vocoder.sample_rate)
 
     def request(self, index: int, patches: int, seed: int):

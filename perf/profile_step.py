@@ -14,7 +14,8 @@ graph replay, the one device-to-host copy), median over --iters after --warmup s
 device time of the graph alone (CUDA events), its rows pointed at the scratch slot; back to back =
 wall time per replay of --iters replays of the streams' own step with no host work or sync between
 them (the step an engine would approach that launched step n+1 before reading step n's output);
-launch = host time of one graph.replay() call in that loop.
+launch = host time of one graph.replay() call in that loop; ahead = wall time per step of --iters
+steps run as the engine runs them with launch-ahead (step n+1 queued before step n is read).
 RTF = step_ms / 160; audio s/s = B * 0.16 / step_s.
 
 Usage: python perf/profile_step.py --out DIR [--batches 1,16,64,256] [--modes ...] [--budget-s 300]
@@ -132,6 +133,16 @@ def time_steps(runner: ModelRunner, streams: list[Stream], warmup: int, iters: i
         step(runner, streams)
         times.append((time.perf_counter() - start) * 1e3)
     result = {"step_ms": statistics.median(times), "step_ms_min": min(times)}
+    synchronize()
+    start = time.perf_counter()
+    previous = None
+    for _ in range(iters):  # as Engine(launch_ahead=True): queue step n+1, then read step n
+        pending = runner.launch(streams)
+        if previous is not None:
+            previous.result()
+        previous = pending
+    previous.result()
+    result["ahead_ms"] = (time.perf_counter() - start) * 1e3 / iters
     graph = None if runner.graphs is None else runner.graphs.get(len(streams), streams[0].request.timesteps)
     if runner.graphs is not None and graph is None:
         result["graph_failure"] = runner.graphs.failure  # the step ran eagerly
@@ -178,7 +189,8 @@ def profile_table(runner: ModelRunner, streams: list[Stream], steps: int, rows: 
 
 
 def first_patch_ms(model, options: dict, text_tokens: int, timesteps: int, cfg: float, repeats: int) -> float:
-    """Admission to first patch at one stream: submit, then the step that prefills and decodes."""
+    """Admission to first patch at one stream: submit, then engine steps until the first patch is
+    out (with launch-ahead, the second step call returns it, after queueing the next step)."""
     runner_options(options)
     engine = Engine(model, max_slots=1, max_context=min(1024, model.config.max_length),
                     device=model.stop_proj.weight.device, window_patches=1,
@@ -190,11 +202,14 @@ def first_patch_ms(model, options: dict, text_tokens: int, timesteps: int, cfg: 
         synchronize()
         start = time.perf_counter()
         engine.submit(req)
-        outputs = engine.step()
+        outputs = []
+        while not outputs:
+            outputs = engine.step()
         elapsed = (time.perf_counter() - start) * 1e3
-        assert outputs and outputs[0].error is None, outputs
+        assert outputs[0].error is None, outputs
         engine.cancel(req.request_id)
-        engine.step()
+        while engine.has_work:
+            engine.step()
         if i:
             times.append(elapsed)
     del engine
@@ -202,16 +217,17 @@ def first_patch_ms(model, options: dict, text_tokens: int, timesteps: int, cfg: 
 
 
 def markdown(results: list[dict], first_patch: dict) -> str:
-    lines = ["| mode | B | step ms | graph replay ms | back to back ms | launch ms | RTF | audio s/s |",
-             "|---|---|---|---|---|---|---|---|"]
+    lines = ["| mode | B | step ms | ahead ms | graph replay ms | back to back ms | launch ms | RTF | audio s/s |",
+             "|---|---|---|---|---|---|---|---|---|"]
     for r in results:
         if "error" in r:
-            lines.append(f"| {r['mode']} | {r['batch']} | {r['error'][:60]} | | | | | |")
+            lines.append(f"| {r['mode']} | {r['batch']} | {r['error'][:60]} | | | | | | |")
             continue
         replay = f"{r['replay_ms']:.2f}" if "replay_ms" in r else ("capture failed" if "graph_failure" in r else "-")
-        back_to_back, launch = (f"{r[key]:.2f}" if key in r else "-" for key in ("back_to_back_ms", "launch_ms"))
-        lines.append(f"| {r['mode']} | {r['batch']} | {r['step_ms']:.2f} | {replay} | {back_to_back} | {launch} | "
-                     f"{r['rtf']:.4f} | {r['audio_s_per_s']:.0f} |")
+        ahead, back_to_back, launch = (f"{r[key]:.2f}" if key in r else "-"
+                                       for key in ("ahead_ms", "back_to_back_ms", "launch_ms"))
+        lines.append(f"| {r['mode']} | {r['batch']} | {r['step_ms']:.2f} | {ahead} | {replay} | {back_to_back} | "
+                     f"{launch} | {r['rtf']:.4f} | {r['audio_s_per_s']:.0f} |")
     for mode, value in first_patch.items():
         text = f"{value:.1f} ms" if isinstance(value, float) else value
         lines.append(f"\nfirst patch after admission ({mode}, B=1, 30-token text): {text}")
