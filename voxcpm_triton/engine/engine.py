@@ -5,12 +5,14 @@ runner runs (prefill the admitted, launch everyone's decode step), the scheduler
 patches, end finished streams). `submit` and `cancel` may be called from any thread; `step` from one
 thread at a time.
 
-With launch_ahead (the default on CUDA) a step books the decode step launched by the call before,
-after launching its own, so the GPU starts step n+1 while the host reads and books step n (on the
-H200 the host part was 0.1 ms of a 5.3 ms step at one stream, 0.5 of 16 ms at 64; perf/RESULTS.md
-run 29). The price: a stream whose stop head fires runs one step more, which is dropped; the
-scheduler never launches a step past a stream's budget, and a slot is reused only after the
-steps that wrote it, in GPU stream order.
+With launch_ahead (opt-in: VOXCPM_LAUNCH_AHEAD=1 on CUDA) a step books the decode step launched by
+the call before, after launching its own, so the GPU starts step n+1 while the host reads and books
+step n. The price: a stream whose stop head fires runs one step more, which is dropped; the
+scheduler never launches a step past a stream's budget, and a slot is reused only after the steps
+that wrote it, in GPU stream order. Measured on the H200 (perf/RESULTS.md runs 29-30): the decoder
+step alone is 2-4.5% shorter at 1-16 streams and 1.8% at 64; served through Triton, throughput
+rose 8-11% at 1-16 streams but fell 16% at 64, where the decoder that never idles leaves the
+vocoder's process less of the GPU. Hence off by default.
 """
 
 from __future__ import annotations
@@ -34,9 +36,9 @@ class Engine:
                  launch_ahead: bool | None = None):
         """cuda_graphs / custom_ops / compile_layers / fp8 (CUDA only; None: from the environment, see
         ModelRunner) choose how the decode step runs; the CUDA graphs for the default timesteps
-        are captured here, for every batch bucket up to max_slots. launch_ahead (None: on CUDA,
-        unless VOXCPM_LAUNCH_AHEAD=0): step() returns the outputs of the decode step launched by
-        the call before (see the module docstring); off, those of its own."""
+        are captured here, for every batch bucket up to max_slots. launch_ahead (None: on CUDA when
+        VOXCPM_LAUNCH_AHEAD=1): step() returns the outputs of the decode step launched by the call
+        before (see the module docstring); off, those of its own."""
         device = torch.device(device)
         config = model.config
         if not 1 < max_context <= config.max_length:
@@ -50,7 +52,7 @@ class Engine:
         self.runner = ModelRunner(model.eval(), max_slots, max_context, device, cuda_graphs=cuda_graphs,
                                   custom_ops=custom_ops, compile_layers_=compile_layers, fp8=fp8)
         if launch_ahead is None:
-            launch_ahead = device.type == "cuda" and os.environ.get("VOXCPM_LAUNCH_AHEAD", "1") != "0"
+            launch_ahead = device.type == "cuda" and os.environ.get("VOXCPM_LAUNCH_AHEAD", "0") == "1"
         self.launch_ahead = launch_ahead
         self._in_flight: tuple[Batch, PendingStep] | None = None  # launched, not yet booked
         self._lock = threading.Lock()
