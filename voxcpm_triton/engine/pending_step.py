@@ -42,15 +42,17 @@ class PendingStep:
 
 
 class StagingBuffers:
-    """Two sets of host buffers (step index upload, step output download), used in turn.
+    """Two sets of host buffers (step index upload [2, rows] int64, step output download [rows, width]
+    float32), used in turn.
 
     Before a set is reused, the step that last used it is read out (`PendingStep.result`), so
     its output survives even when the caller has not collected it yet."""
 
-    def __init__(self, index_numel: int, out_shape: tuple[int, int], device: torch.device):
+    def __init__(self, rows: int, width: int, device: torch.device):
         self._pinned = device.type == "cuda"
-        self._index = [self._alloc((index_numel,), torch.int64) for _ in range(2)]
-        self._out = [self._alloc(out_shape, torch.float32) for _ in range(2)]
+        self._width = width
+        self._index = [self._alloc((2, rows), torch.int64) for _ in range(2)]
+        self._out = [self._alloc((rows, width), torch.float32) for _ in range(2)]
         self._events = [torch.cuda.Event() for _ in range(2)] if self._pinned else [None, None]
         self._last: list[PendingStep | None] = [None, None]
         self._turn = 0
@@ -58,17 +60,17 @@ class StagingBuffers:
     def _alloc(self, shape: tuple[int, ...], dtype: torch.dtype) -> torch.Tensor:
         return torch.zeros(shape, dtype=dtype, pin_memory=self._pinned)
 
-    def take(self, index_numel: int, out_shape: tuple[int, int]) -> tuple[torch.Tensor, torch.Tensor]:
-        """This step's index buffer (>= index_numel int64) and output buffer (>= out_shape float32)."""
+    def take(self, rows: int) -> tuple[torch.Tensor, torch.Tensor]:
+        """This step's index buffer [2, rows] (contiguous: one copy uploads it) and output buffer
+        [rows, width]."""
         turn = self._turn
         if self._last[turn] is not None:
             self._last[turn].result()
             self._last[turn] = None
-        if index_numel > self._index[turn].numel():
-            self._index[turn] = self._alloc((index_numel,), torch.int64)
-        if out_shape[0] > self._out[turn].shape[0] or out_shape[1] != self._out[turn].shape[1]:
-            self._out[turn] = self._alloc(out_shape, torch.float32)
-        return self._index[turn][:index_numel], self._out[turn][:out_shape[0]]
+        if rows > self._out[turn].shape[0]:
+            self._index[turn] = self._alloc((2, rows), torch.int64)
+            self._out[turn] = self._alloc((rows, self._width), torch.float32)
+        return self._index[turn].view(-1)[:2 * rows].view(2, rows), self._out[turn][:rows]
 
     def launched(self, pending: PendingStep) -> PendingStep:
         """Record the step that now owns the current set; the next take() uses the other one."""

@@ -99,8 +99,7 @@ class ModelRunner:
         self.buckets = buckets_for(max_slots)
         self.noise = NoiseRing(max_slots, *self.patch_shape, block_from_env(), self.device, self.dtype)
         width = self.patch_shape[0] * self.patch_shape[1] + 1
-        capacity = max(max_slots, 1)
-        self._staging = StagingBuffers(2 * capacity, (max(capacity, 256), width), self.device)
+        self._staging = StagingBuffers(max(max_slots, 256), width, self.device)
         self.prefill_graphs: PrefillGraphs | None = None
         if on_cuda and (graphs_requested() if cuda_graphs is None else cuda_graphs):
             self.prefill_graphs = PrefillGraphs(self._prefill_advance, self.device, self._prefill_inputs,
@@ -307,9 +306,7 @@ class ModelRunner:
             graph = self.graphs.get(batch, next(iter(timesteps)))
         # Eager runs pad to the same bucket, so graphed and eager steps run identical shapes.
         size = graph.batch if graph is not None else next((b for b in self.buckets if b >= batch), batch)
-        width = self.patch_shape[0] * self.patch_shape[1] + 1
-        host_index, host_out = self._staging.take(2 * size, (size, width))
-        host_index = host_index.view(2, size)  # contiguous: one pinned async copy
+        host_index, host_out = self._staging.take(size)
         host_index[0].fill_(self.scratch_slot)
         host_index[1].zero_()
         host_index[0, :batch] = torch.tensor([s.slot for s in streams])
