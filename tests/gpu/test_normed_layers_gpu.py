@@ -52,7 +52,8 @@ def errors(monkeypatch, exact: MiniCPMModel, fast: MiniCPMModel, x: torch.Tensor
 @pytest.mark.parametrize("rows", (None, slice(2, 5)))
 def test_normed_layers_are_as_close_to_fp32_as_the_add_rmsnorm_path(monkeypatch, models, stack, rows):
     exact, fast = models
-    pick = {"dit": lambda model: model.feat_decoder.estimator.decoder, "encoder": lambda model: model.feat_encoder.encoder}
+    pick = {"dit": lambda model: model.feat_decoder.estimator.decoder,
+            "encoder": lambda model: model.feat_encoder.encoder}
     hidden = pick[stack](exact).config.hidden_size
     length = 11 if stack == "dit" else 5
     x = randn(2, length, hidden, dtype=torch.bfloat16, seed=7)

@@ -75,10 +75,10 @@ class FlowMatching(nn.Module):
         same rows with mu zeroed).
         """
         times, steps = self.schedule(n_timesteps, mu.dtype, mu.device)
-        batch = noise.shape[0]
-        x = noise
         if self.use_op:
             return self._sample_fused(noise, mu, cond, times, steps, cfg_value)
+        batch = noise.shape[0]
+        x = noise
         mu_in = torch.cat((mu, torch.zeros_like(mu)), dim=0)
         cond_in = torch.cat((cond, cond), dim=0)
         guidance = cfg_value.to(mu.dtype).view(batch, 1, 1)

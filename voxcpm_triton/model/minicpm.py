@@ -235,7 +235,8 @@ class Attention(nn.Module):
 
     def _cached_attention(self, qkv: tuple[torch.Tensor, torch.Tensor, torch.Tensor],
                           rope_tables: tuple[torch.Tensor, torch.Tensor] | None, k_cache: torch.Tensor,
-                          v_cache: torch.Tensor, index: tuple[torch.Tensor, torch.Tensor, torch.Tensor]) -> torch.Tensor:
+                          v_cache: torch.Tensor,
+                          index: tuple[torch.Tensor, torch.Tensor, torch.Tensor]) -> torch.Tensor:
         """One token per stream through rope_kv_write + decode_attention -> [B, Hq * d]."""
         q, k, v = qkv  # views into one [B, (Hq + 2 Hkv) d] output are fine for the ops
         batch = q.shape[0]
@@ -245,7 +246,8 @@ class Attention(nn.Module):
         v = v.view(batch, self.num_kv_heads, self.head_dim)
         cos, sin = rope_tables if rope_tables is not None else (None, None)
         q = ops.rope_kv_write(q, k, v, k_cache, v_cache, positions, slot_ids, cos, sin)
-        return ops.decode_attention(q, k_cache, v_cache, slot_ids, lengths).reshape(batch, self.num_heads * self.head_dim)
+        out = ops.decode_attention(q, k_cache, v_cache, slot_ids, lengths)
+        return out.reshape(batch, self.num_heads * self.head_dim)
 
     def normed_short_attention(self, x: torch.Tensor, norm: RMSNorm, tables: ShortAttentionOp, residual: torch.Tensor,
                                scale: float, rows: slice | None) -> torch.Tensor:

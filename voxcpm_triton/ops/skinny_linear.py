@@ -173,7 +173,8 @@ def skinny_gemm(x: torch.Tensor, weight: torch.Tensor, epilogue: int = PLAIN, no
     shapes the kernel does not take."""
     _check(x, weight, "weight")
     lib.require(epilogue in (PLAIN, SWIGLU, ROW_RMS, SWIGLU | ROW_RMS),
-                f"epilogue must be PLAIN ({PLAIN}) or SWIGLU ({SWIGLU}), optionally + ROW_RMS ({ROW_RMS}); got {epilogue}")
+                f"epilogue must be PLAIN ({PLAIN}) or SWIGLU ({SWIGLU}), optionally + ROW_RMS ({ROW_RMS}); "
+                f"got {epilogue}")
     lib.require(x.dim() == 2 and 1 <= x.shape[0] <= MAX_ROWS,
                 f"x must be [rows, k] with 1 <= rows <= {MAX_ROWS}, got {tuple(x.shape)}")
     if epilogue & ROW_RMS:
