@@ -10,7 +10,7 @@ the call before, after launching its own, so the GPU starts step n+1 while the h
 step n. The price: a stream whose stop head fires runs one step more, which is dropped; the
 scheduler never launches a step past a stream's budget, and a slot is reused only after the steps
 that wrote it, in GPU stream order. Measured on the H200 (perf/RESULTS.md runs 29-30): the decoder
-step alone is 2-4.5% shorter at 1-16 streams and 1.8% at 64; served through Triton, throughput
+step alone is 3.5-4.5% shorter at 1-16 streams and 1.8% at 64; served through Triton, throughput
 rose 8-11% at 1-16 streams but fell 16% at 64, where the decoder that never idles leaves the
 vocoder's process less of the GPU. Hence off by default.
 """
