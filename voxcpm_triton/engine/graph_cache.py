@@ -14,6 +14,7 @@ from typing import Generic, TypeVar
 import torch
 
 from voxcpm_triton.engine.collector_pause import collector_paused
+from voxcpm_triton.ops import lt_gemm
 
 WARM_UP_RUNS = 2  # eager runs before capture: lazy tables, cuBLAS workspaces, cuDNN algorithms
 
@@ -52,11 +53,11 @@ class GraphCache(Generic[G]):
 
     def capture(self, fn: Callable[..., object], inputs: tuple) -> tuple[torch.cuda.CUDAGraph, object]:
         """Warm `fn(*inputs)` up on a side stream, then capture it into this cache's pool; returns
-        (graph, fn's output)."""
+        (graph, fn's output). The warm-up also picks the cuBLASLt algorithms of its GEMM shapes."""
         current = torch.cuda.current_stream(self.device)
         side = torch.cuda.Stream(self.device)
         side.wait_stream(current)
-        with torch.cuda.stream(side):
+        with torch.cuda.stream(side), lt_gemm.tuning():
             for _ in range(WARM_UP_RUNS):
                 fn(*inputs)
         current.wait_stream(side)

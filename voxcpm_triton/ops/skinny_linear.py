@@ -4,8 +4,9 @@ At one or a few streams every GEMM of a decoder step has 1 to 32 activation rows
 per stream; LocDiT: 2 x 11 tokens per stream with both CFG branches), so each costs streaming its
 weight once; kernels/skinny_gemm.cu does that closer to memory bandwidth than cuBLAS's choices for
 these shapes and can fold SwiGLU into the gate_up projection. `linear` and `gate_up_swiglu` pick
-the kernel when the shape allows and fall back to F.linear (+ swiglu) otherwise, so callers need
-no shape logic. VOXCPM_SKINNY_GEMM=0 turns the kernel off and VOXCPM_SKINNY_PLAIN_ROWS=N (1..32)
+the kernel when the shape allows and fall back to lt_gemm.linear (F.linear, or the cuBLASLt
+algorithm timed fastest for a shape of many rows; + swiglu) otherwise, so callers need no shape
+logic. VOXCPM_SKINNY_GEMM=0 turns the kernel off and VOXCPM_SKINNY_PLAIN_ROWS=N (1..32)
 moves the plain-GEMM row limit (A/B measurements).
 
 The kernel can also take a decoder layer's RMSNorm into the GEMM that reads the normalised rows
@@ -22,6 +23,7 @@ import torch
 import torch.nn.functional as F
 
 from voxcpm_triton.ops import library as lib
+from voxcpm_triton.ops import lt_gemm
 from voxcpm_triton.ops.rmsnorm import rmsnorm
 from voxcpm_triton.ops.swiglu import swiglu, swiglu_ref
 
@@ -203,7 +205,7 @@ def linear(x: torch.Tensor, weight: torch.Tensor, bias: torch.Tensor | None = No
     _check(x, weight, "weight")
     flat = x.reshape(-1, x.shape[-1])
     if flat.shape[0] > PLAIN_MAX_ROWS or not _use_kernel(flat, weight) or not _bias_fits(bias, weight):
-        return F.linear(x, weight, bias)
+        return lt_gemm.linear(flat, weight, bias).view(*x.shape[:-1], weight.shape[0])
     if bias is None:
         out = torch.ops.voxcpm.skinny_gemm(flat, weight, PLAIN, None, 0.0)
     else:
@@ -225,7 +227,7 @@ def gate_up_swiglu(x: torch.Tensor, gate_up_weight: torch.Tensor) -> torch.Tenso
     _check_gate_up(x, gate_up_weight)
     flat = x.reshape(-1, x.shape[-1])
     if not _use_kernel(flat, gate_up_weight):
-        return swiglu(F.linear(x, gate_up_weight))
+        return swiglu(lt_gemm.linear(flat, gate_up_weight).view(*x.shape[:-1], gate_up_weight.shape[0]))
     out = torch.ops.voxcpm.skinny_gemm(flat, gate_up_weight, SWIGLU, None, 0.0)
     return out.view(*x.shape[:-1], gate_up_weight.shape[0] // 2)
 

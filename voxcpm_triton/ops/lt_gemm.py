@@ -1,0 +1,282 @@
+"""GEMMs of many rows on cuBLASLt, each shape on the algorithm that timed fastest for it.
+
+From 64 streams up the LocDiT's GEMMs (1408+ rows) are compute-bound, and torch runs them on
+cuBLAS's heuristic choice: 720 TFLOP/s for gate_up but ~470 for o_proj and down, whose 1024 output
+columns make too few tiles for 132 multiprocessors (perf/RESULTS.md run 18). cuBLASLt lists
+several algorithms per shape. `tuning()` (entered by the graph caches while they warm a graph up)
+lets `linear` time each candidate once per shape, F.linear among them, and keep the fastest;
+outside it `linear` runs what was chosen, or F.linear for a shape never timed. So a captured graph
+only ever holds a choice made before the capture.
+
+cuBLASLt is reached through ctypes on the copy torch has loaded: its C API is stable, and this
+way the kernels library needs no cuBLAS headers to build. All choices on a device share one
+workspace, so they must not run on two streams at once; the engine runs one step at a time.
+VOXCPM_LT_GEMM=0 turns the path off (A/B measurements).
+"""
+
+from __future__ import annotations
+
+import contextlib
+import ctypes
+import functools
+import os
+import threading
+from dataclasses import dataclass
+from pathlib import Path
+
+import torch
+import torch.nn.functional as F
+
+WORKSPACE_BYTES = 32 << 20  # what torch gives cuBLAS on Hopper
+CANDIDATES = 16  # heuristic results asked for per shape
+MIN_ROWS = 64  # below this the LM's weight-bound GEMMs gain nothing from a different tile
+# A cuBLASLt choice replaces F.linear only when it times at least this much faster: timing noise
+# must not swap equal kernels back and forth between runs.
+MIN_GAIN = 0.02
+TIMED_CALLS = 20
+# ~2.5 ms at the H200's clock: longer than the host needs to queue TIMED_CALLS calls.
+HOLD_CYCLES = 5_000_000
+ALIGNMENT = 256  # bytes; torch's allocator starts every block on 512
+
+# cuBLAS / cuBLASLt enum values used here (cublasLt.h, cublas_api.h, library_types.h).
+_COMPUTE_32F = 68
+_R_32F, _R_16F, _R_16BF = 0, 2, 14
+_OP_N, _OP_T = 0, 1
+_DESC_TRANSA, _DESC_TRANSB, _DESC_EPILOGUE, _DESC_BIAS_POINTER = 3, 4, 7, 8
+_EPILOGUE_DEFAULT, _EPILOGUE_BIAS = 1, 4
+_PREF_MAX_WORKSPACE_BYTES = 1
+_DATA_TYPES = {torch.bfloat16: _R_16BF, torch.float16: _R_16F}
+
+
+class _Algo(ctypes.Structure):
+    _fields_ = [("data", ctypes.c_uint64 * 8)]
+
+
+class _Heuristic(ctypes.Structure):
+    _fields_ = [("algo", _Algo), ("workspace_size", ctypes.c_size_t), ("state", ctypes.c_int),
+                ("waves_count", ctypes.c_float), ("reserved", ctypes.c_int * 4)]
+
+
+class LtError(RuntimeError):
+    """cuBLASLt returned a status other than success."""
+
+
+def enabled() -> bool:
+    return os.environ.get("VOXCPM_LT_GEMM", "1") != "0"
+
+
+@functools.cache
+def _library() -> ctypes.CDLL:
+    """torch's cuBLASLt (already in the process once torch has run a GEMM on the GPU)."""
+    names = ["libcublasLt.so.13", "libcublasLt.so.12"]
+    nvidia = Path(torch.__file__).resolve().parents[1] / "nvidia"
+    names += [str(path) for path in sorted(nvidia.glob("*/lib/libcublasLt.so*"))]
+    for name in names:
+        try:
+            lib = ctypes.CDLL(name)
+        except OSError:
+            continue
+        _declare(lib)
+        return lib
+    raise LtError(f"cuBLASLt not found (tried {', '.join(names)})")
+
+
+def _declare(lib: ctypes.CDLL) -> None:
+    p, u64, i64, i32 = ctypes.c_void_p, ctypes.c_uint64, ctypes.c_int64, ctypes.c_int
+    signatures = {
+        "cublasLtCreate": [p],
+        "cublasLtMatmulDescCreate": [p, i32, i32],
+        "cublasLtMatmulDescSetAttribute": [p, i32, p, ctypes.c_size_t],
+        "cublasLtMatrixLayoutCreate": [p, i32, u64, u64, i64],
+        "cublasLtMatmulPreferenceCreate": [p],
+        "cublasLtMatmulPreferenceSetAttribute": [p, i32, p, ctypes.c_size_t],
+        "cublasLtMatmulAlgoGetHeuristic": [p, p, p, p, p, p, p, i32, p, p],
+        "cublasLtMatmul": [p, p, p, p, p, p, p, p, p, p, p, p, p, p, ctypes.c_size_t, p],
+    }
+    for name, argtypes in signatures.items():
+        fn = getattr(lib, name)
+        fn.argtypes = argtypes
+        fn.restype = ctypes.c_int
+
+
+def _call(name: str, *args: object) -> None:
+    status = getattr(_library(), name)(*args)
+    if status != 0:
+        raise LtError(f"{name} returned cuBLAS status {status}")
+
+
+@dataclass
+class _Plan:
+    """Descriptors of one shape: y [m, n] = x [m, k] @ w [n, k]^T (+ bias [n]), in cuBLASLt's
+    column-major terms y^T = w^T' x^T with w read transposed."""
+    desc: ctypes.c_void_p
+    w_layout: ctypes.c_void_p
+    x_layout: ctypes.c_void_p
+    y_layout: ctypes.c_void_p
+    algo: _Algo | None = None  # None: F.linear timed fastest
+
+
+class _Device:
+    """The handle and workspace of one GPU."""
+
+    def __init__(self, device: torch.device):
+        self.handle = ctypes.c_void_p()
+        _call("cublasLtCreate", ctypes.byref(self.handle))
+        self.workspace = torch.empty(WORKSPACE_BYTES, dtype=torch.uint8, device=device)
+
+
+_devices: dict[int, _Device] = {}
+_plans: dict[tuple, _Plan] = {}
+_tuning = threading.local()
+
+
+@contextlib.contextmanager
+def tuning():
+    """Let `linear` time the candidates of shapes it has not seen (eager calls only, on the GPU)."""
+    previous = getattr(_tuning, "on", False)
+    _tuning.on = True
+    try:
+        yield
+    finally:
+        _tuning.on = previous
+
+
+def _device(device: torch.device) -> _Device:
+    index = device.index if device.index is not None else torch.cuda.current_device()
+    if index not in _devices:
+        _devices[index] = _Device(torch.device("cuda", index))
+    return _devices[index]
+
+
+def _key(x: torch.Tensor, weight: torch.Tensor, bias: torch.Tensor | None) -> tuple:
+    return (x.device.index, x.shape[0], weight.shape[0], x.shape[1], x.dtype, bias is not None)
+
+
+def takes(x: torch.Tensor, weight: torch.Tensor, bias: torch.Tensor | None) -> bool:
+    """Whether `linear` may put x [m, k] @ weight^T on cuBLASLt at all. The heuristic is asked
+    once per shape and assumes fully aligned operands, so views at an offset stay on F.linear."""
+    operands = (x, weight) if bias is None else (x, weight, bias)
+    return (x.is_cuda and enabled() and x.dim() == 2 and x.shape[0] >= MIN_ROWS and x.dtype in _DATA_TYPES
+            and weight.dim() == 2 and weight.shape[1] == x.shape[1]
+            and (bias is None or bias.shape == (weight.shape[0],))
+            and all(t.dtype == x.dtype and t.device == x.device and t.is_contiguous() and t.data_ptr() % ALIGNMENT == 0
+                    for t in operands)
+            and not torch.compiler.is_compiling())
+
+
+def linear(x: torch.Tensor, weight: torch.Tensor, bias: torch.Tensor | None = None) -> torch.Tensor:
+    """F.linear(x, weight, bias) for x [m, k], on the cuBLASLt algorithm chosen for this shape."""
+    if not takes(x, weight, bias):
+        return F.linear(x, weight, bias)
+    plan = _plans.get(_key(x, weight, bias))
+    if plan is None:
+        if not getattr(_tuning, "on", False) or torch.cuda.is_current_stream_capturing():
+            return F.linear(x, weight, bias)
+        plan = _plans[_key(x, weight, bias)] = _tune(x, weight, bias)
+    if plan.algo is None:
+        return F.linear(x, weight, bias)
+    out = x.new_empty((x.shape[0], weight.shape[0]))
+    _run(plan, plan.algo, x, weight, bias, out)
+    return out
+
+
+def choice(x: torch.Tensor, weight: torch.Tensor, bias: torch.Tensor | None = None) -> str:
+    """What `linear` runs for this shape: "cuBLASLt", "F.linear" (timed faster, or not taken) or
+    "untimed" (F.linear until a tuning() call sees the shape)."""
+    if not takes(x, weight, bias):
+        return "F.linear"
+    plan = _plans.get(_key(x, weight, bias))
+    return "untimed" if plan is None else "F.linear" if plan.algo is None else "cuBLASLt"
+
+
+def _make_plan(x: torch.Tensor, weight: torch.Tensor, bias: torch.Tensor | None) -> _Plan:
+    (m, k), n, dtype = x.shape, weight.shape[0], _DATA_TYPES[x.dtype]
+    desc = ctypes.c_void_p()
+    _call("cublasLtMatmulDescCreate", ctypes.byref(desc), _COMPUTE_32F, _R_32F)
+    for attr, value in ((_DESC_TRANSA, _OP_T), (_DESC_TRANSB, _OP_N),
+                        (_DESC_EPILOGUE, _EPILOGUE_BIAS if bias is not None else _EPILOGUE_DEFAULT)):
+        word = ctypes.c_int32(value)
+        _call("cublasLtMatmulDescSetAttribute", desc, attr, ctypes.byref(word), ctypes.sizeof(word))
+    layouts = []
+    for rows, cols in ((k, n), (k, m), (n, m)):
+        layout = ctypes.c_void_p()
+        _call("cublasLtMatrixLayoutCreate", ctypes.byref(layout), dtype, rows, cols, rows)
+        layouts.append(layout)
+    return _Plan(desc, *layouts)
+
+
+def candidates(x: torch.Tensor, weight: torch.Tensor, bias: torch.Tensor | None) -> tuple[_Plan, list[_Algo]]:
+    """The shape's descriptors and the algorithms cuBLASLt's heuristic offers for it, best first."""
+    device = _device(x.device)
+    plan = _make_plan(x, weight, bias)
+    preference = ctypes.c_void_p()
+    _call("cublasLtMatmulPreferenceCreate", ctypes.byref(preference))
+    limit = ctypes.c_uint64(WORKSPACE_BYTES)
+    _call("cublasLtMatmulPreferenceSetAttribute", preference, _PREF_MAX_WORKSPACE_BYTES, ctypes.byref(limit),
+          ctypes.sizeof(limit))
+    results = (_Heuristic * CANDIDATES)()
+    count = ctypes.c_int(0)
+    _call("cublasLtMatmulAlgoGetHeuristic", device.handle, plan.desc, plan.w_layout, plan.x_layout, plan.y_layout,
+          plan.y_layout, preference, CANDIDATES, results, ctypes.byref(count))
+    return plan, [results[i].algo for i in range(count.value) if results[i].state == 0]
+
+
+def _run(plan: _Plan, algo: _Algo, x: torch.Tensor, weight: torch.Tensor, bias: torch.Tensor | None,
+         out: torch.Tensor) -> None:
+    device = _device(x.device)
+    if bias is not None:
+        pointer = ctypes.c_void_p(bias.data_ptr())
+        _call("cublasLtMatmulDescSetAttribute", plan.desc, _DESC_BIAS_POINTER, ctypes.byref(pointer),
+              ctypes.sizeof(pointer))
+    alpha, beta = ctypes.c_float(1.0), ctypes.c_float(0.0)
+    _call("cublasLtMatmul", device.handle, plan.desc, ctypes.byref(alpha), weight.data_ptr(), plan.w_layout,
+          x.data_ptr(), plan.x_layout, ctypes.byref(beta), out.data_ptr(), plan.y_layout, out.data_ptr(),
+          plan.y_layout, ctypes.byref(algo), device.workspace.data_ptr(), WORKSPACE_BYTES,
+          torch.cuda.current_stream(x.device).cuda_stream)
+
+
+def run_algo(plan: _Plan, algo: _Algo, x: torch.Tensor, weight: torch.Tensor,
+             bias: torch.Tensor | None = None) -> torch.Tensor:
+    """One candidate's output (tests and perf/lt_gemm_sweep.py compare every candidate)."""
+    out = x.new_empty((x.shape[0], weight.shape[0]))
+    _run(plan, algo, x, weight, bias, out)
+    return out
+
+
+def time_call(fn, calls: int = TIMED_CALLS) -> float:
+    """Device ms per fn() over `calls` back-to-back calls on the current stream. The calls are
+    queued behind a sleeping kernel, so the time is the GPU's alone: at a few us per GEMM the
+    host's launch cost (~15 us through ctypes or torch's dispatcher) would otherwise be timed,
+    and it is absent when a CUDA graph replays the same calls."""
+    for _ in range(3):
+        fn()
+    start, end = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
+    torch.cuda._sleep(HOLD_CYCLES)
+    start.record()
+    for _ in range(calls):
+        fn()
+    end.record()
+    end.synchronize()
+    return start.elapsed_time(end) / calls
+
+
+def _tune(x: torch.Tensor, weight: torch.Tensor, bias: torch.Tensor | None) -> _Plan:
+    """Times F.linear and every candidate that reproduces it; the plan keeps the fastest."""
+    plan, algos = candidates(x, weight, bias)
+    expected = F.linear(x, weight, bias)
+    scale = expected.float().abs().max().item() + 1e-6
+    out = torch.empty_like(expected)
+    timed = []
+    for algo in algos:
+        try:
+            _run(plan, algo, x, weight, bias, out)
+        except LtError:
+            continue
+        if (out.float() - expected.float()).abs().max().item() > 2e-2 * scale:
+            continue  # a candidate that does not compute the same product is never chosen
+        timed.append((time_call(lambda: _run(plan, algo, x, weight, bias, out)), len(timed), algo))
+    if timed:
+        best_ms, _, algo = min(timed)
+        if best_ms < time_call(lambda: F.linear(x, weight, bias)) * (1 - MIN_GAIN):
+            plan.algo = algo
+    return plan
