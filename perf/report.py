@@ -15,6 +15,8 @@ import json
 from pathlib import Path
 from typing import Optional, Sequence
 
+from perf.triton_metrics import markdown as metrics_markdown
+
 METRIC_COLUMNS = (
     ("first_audio_ms_p50", "first audio p50 ms", "{:.1f}"),
     ("first_audio_ms_p90", "p90 ms", "{:.1f}"),
@@ -94,6 +96,12 @@ def render_markdown(results: Sequence[dict]) -> str:
                   f"requests and {meta.get('rounds', 1)} per client"
                   + (f", {meta['notes']}" if meta.get("notes") else ""), "",
                   system_table(result), ""]
+        served = [(f"c={level['concurrency']}", level["served_models"]) for level in result["levels"]
+                  if level.get("served_models")]
+        if served:
+            parts += ["Per model inside tritonserver, from its metrics around each level (busy %: executions x "
+                      "one execution's time over the level's time; the ensemble's executions are whole streams):",
+                      "", metrics_markdown(served)]
     ours = [r for r in results if r["system"].startswith("ours")] or list(results[:1])
     others = [r for r in results if r not in ours]
     for mine in ours:

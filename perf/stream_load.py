@@ -25,6 +25,7 @@ import numpy as np
 from perf.bench_texts import text_for
 from perf.stream_metrics import StreamRecord
 from perf.sweep import add_sweep_options, run_sweep, sweep_settings
+from perf.triton_metrics import LevelMetrics
 
 MODEL = "voxcpm"
 FINAL = "triton_final_response"
@@ -139,6 +140,9 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
     parser.add_argument("--patch-seconds", type=float, default=0.16,
                         help="audio seconds per patch of the served model (VoxCPM2/1.5: 0.16, 0.5B: 0.08)")
     parser.add_argument("--request-timeout-s", type=float, default=300.0)
+    parser.add_argument("--metrics-url", default=None,
+                        help="tritonserver's Prometheus endpoint (http://127.0.0.1:8002/metrics): each level "
+                             "then records every model's requests, batches, queue and compute time")
     add_sweep_options(parser)
     args = parser.parse_args(argv)
     runner = LoadRunner(args.url, args.patches, args.patch_seconds, args.seed, args.request_timeout_s)
@@ -146,9 +150,13 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
     runner.run_level(1, 1, 10_000_000)
     if runner.sample_rate is None:
         raise SystemExit(f"no audio from {args.url}: is the {MODEL} model ready?")
-    run_sweep(args.system or "ours via tritonserver", runner.run_level, runner.sample_rate, **sweep_settings(args),
+    run_level, details = runner.run_level, None
+    if args.metrics_url:
+        metrics = LevelMetrics(args.metrics_url, runner.run_level)
+        run_level, details = metrics.run_level, metrics.details
+    run_sweep(args.system or "ours via tritonserver", run_level, runner.sample_rate, **sweep_settings(args),
               meta={"patches": args.patches, "max_seconds": runner.max_seconds, "url": args.url,
-                    "connections": "one gRPC stream per client"})
+                    "connections": "one gRPC stream per client"}, level_details=details)
     return 0
 
 

@@ -89,7 +89,10 @@ def run_sweep(
     warmup: int = 2,
     budget_s: Optional[float] = None,
     meta: Optional[dict] = None,
+    level_details: Optional[Callable[[], dict]] = None,
 ) -> dict:
+    """Runs the levels; `level_details`, when given, is called after each level and its keys are
+    added to that level's entry (the served sweep's per-model Triton metrics)."""
     if rounds < 1:
         raise ValueError(f"rounds must be >= 1, got {rounds}")
     started = time.monotonic()
@@ -119,7 +122,7 @@ def run_sweep(
         records = run_level(concurrency, rounds_for(concurrency, rounds, min_requests), next_index)
         next_index += len(records)
         summary = summarise_level(records, concurrency, sample_rate, gpu_memory_used_mib())
-        result["levels"].append(summary.to_dict())
+        result["levels"].append({**summary.to_dict(), **(level_details() if level_details else {})})
         _write(out, result)
         print(f"[{system}] c={concurrency}: first audio p50 {summary.first_audio_ms_p50} ms, "
               f"RTF p50 {summary.rtf_p50}, {summary.throughput_audio_s_per_s} audio s/s, "

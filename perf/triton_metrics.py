@@ -7,15 +7,20 @@ batcher formed. For the decoupled ar_decoder a "request" is a whole stream.
 
     curl -s localhost:8002/metrics > before.txt; (load); curl -s localhost:8002/metrics > after.txt
     python -m perf.triton_metrics before.txt after.txt [--label "c=16"]
+
+perf/stream_load.py takes the snapshots around every level itself when given --metrics-url
+(`LevelMetrics`), and perf/report.py prints the rows under the served system's table.
 """
 
 from __future__ import annotations
 
 import argparse
 import re
+import time
+import urllib.request
 from collections import defaultdict
 from pathlib import Path
-from typing import Optional, Sequence
+from typing import Callable, Optional, Sequence
 
 DURATIONS = ("request", "queue", "compute_input", "compute_infer", "compute_output")
 _LINE = re.compile(r'^(nv_inference_\w+)\{([^}]*)\}\s+([0-9.eE+-]+)$')
@@ -35,8 +40,12 @@ def parse(text: str) -> dict[str, dict[str, float]]:
     return models
 
 
-def per_model(before: str, after: str) -> list[dict]:
-    """One row per model with completed requests between the snapshots."""
+def per_model(before: str, after: str, elapsed_s: Optional[float] = None) -> list[dict]:
+    """One row per model with completed requests between the snapshots. With the time between them,
+    `busy_pct` is the share of it the model spent executing: executions x one execution's time, which
+    Triton books in full to every request of the batch (so the per-request mean is one execution's).
+    It passes 100 where executions overlap: several instances, or the ensemble, whose "execution"
+    is a whole stream."""
     old, new = parse(before), parse(after)
     rows = []
     for model in sorted(new):
@@ -50,18 +59,51 @@ def per_model(before: str, after: str) -> list[dict]:
                "failed": int(delta.get("nv_inference_request_failure", 0.0))}
         for part in DURATIONS:
             row[f"{part}_ms"] = delta.get(f"nv_inference_{part}_duration_us", 0.0) / requests / 1000
+        if elapsed_s:
+            execution_ms = sum(row[f"{part}_ms"] for part in ("compute_input", "compute_infer", "compute_output"))
+            row["busy_pct"] = 100 * executions * execution_ms / 1000 / elapsed_s
         rows.append(row)
     return rows
 
 
-def markdown(rows: list[dict], label: str = "") -> str:
+def markdown(levels: Sequence[tuple[str, list[dict]]]) -> str:
+    """One table: per (label, rows) a row per model."""
     head = "| level | model | requests | executions | mean batch | failed | " + " | ".join(
-        f"{part} ms/request" for part in DURATIONS) + " |"
-    lines = [head, "|" + "---|" * (6 + len(DURATIONS))]
-    for row in rows:
-        lines.append(f"| {label} | {row['model']} | {row['requests']} | {row['executions']} | {row['batch']:.1f} | "
-                     f"{row['failed']} | " + " | ".join(f"{row[f'{part}_ms']:.2f}" for part in DURATIONS) + " |")
+        f"{part} ms/request" for part in DURATIONS) + " | busy % |"
+    lines = [head, "|" + "---|" * (7 + len(DURATIONS))]
+    for label, rows in levels:
+        for row in rows:
+            busy = f"{row['busy_pct']:.0f}" if "busy_pct" in row else "-"
+            lines.append(f"| {label} | {row['model']} | {row['requests']} | {row['executions']} | "
+                         f"{row['batch']:.1f} | {row['failed']} | "
+                         + " | ".join(f"{row[f'{part}_ms']:.2f}" for part in DURATIONS) + f" | {busy} |")
     return "\n".join(lines) + "\n"
+
+
+def fetch(url: str) -> str:
+    with urllib.request.urlopen(url, timeout=10) as reply:
+        return reply.read().decode()
+
+
+class LevelMetrics:
+    """Wraps a sweep's run_level so that each call is bracketed by two snapshots of `url` (Triton's
+    /metrics); `details()` gives the last call's per-model rows for the sweep's JSON."""
+
+    def __init__(self, url: str, run_level: Callable[[int, int, int], list], fetch_text: Callable[[str], str] = fetch):
+        self.url = url
+        self._run_level = run_level
+        self._fetch = fetch_text
+        self._rows: list[dict] = []
+
+    def run_level(self, concurrency: int, rounds: int, first_index: int) -> list:
+        before, started = self._fetch(self.url), time.monotonic()
+        records = self._run_level(concurrency, rounds, first_index)
+        elapsed = time.monotonic() - started
+        self._rows = per_model(before, self._fetch(self.url), elapsed)
+        return records
+
+    def details(self) -> dict:
+        return {"served_models": self._rows}
 
 
 def main(argv: Optional[Sequence[str]] = None) -> int:
@@ -70,7 +112,7 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
     parser.add_argument("after", type=Path)
     parser.add_argument("--label", default="")
     args = parser.parse_args(argv)
-    print(markdown(per_model(args.before.read_text(), args.after.read_text()), args.label), end="")
+    print(markdown([(args.label, per_model(args.before.read_text(), args.after.read_text()))]), end="")
     return 0
 
 

@@ -6,7 +6,7 @@ from __future__ import annotations
 import time
 
 from perf.step_breakdown import PartTimer, breakdown_row, markdown
-from perf.triton_metrics import per_model
+from perf.triton_metrics import LevelMetrics, per_model
 from perf.triton_metrics import markdown as metrics_markdown
 
 
@@ -32,8 +32,33 @@ def test_metrics_diff_per_request_and_batch():
     assert row["batch"] == 20.0
     assert row["queue_ms"] == 4000.0 / 200 / 1000
     assert row["compute_infer_ms"] == 200000.0 / 200 / 1000
-    table = metrics_markdown(rows, "c=16")
-    assert "| c=16 | vocoder | 200 | 10 | 20.0 | 0 |" in table
+    assert "busy_pct" not in row
+    table = metrics_markdown([("c=16", rows)])
+    assert "| c=16 | vocoder | 200 | 10 | 20.0 | 0 |" in table and table.rstrip().endswith("| - |")
+
+
+def test_busy_share_counts_each_execution_once():
+    # 10 executions of 20 requests; Triton books the batch's 20 ms to each request: 200 ms of 2 s.
+    rows = per_model(snapshot(100, 10, 0.0, 0.0), snapshot(300, 20, 0.0, 200 * 20_000.0), elapsed_s=2.0)
+    assert rows[0]["compute_infer_ms"] == 20.0
+    assert rows[0]["busy_pct"] == 10.0
+
+
+def test_level_metrics_brackets_each_level():
+    snapshots = iter([snapshot(0, 0, 0.0, 0.0), snapshot(8, 2, 100.0, 8000.0),
+                      snapshot(8, 2, 100.0, 8000.0), snapshot(40, 4, 300.0, 40000.0)])
+    levels = []
+    def run_level(concurrency: int, rounds: int, first_index: int) -> list:
+        levels.append((concurrency, rounds, first_index))
+        return [concurrency]
+
+    metrics = LevelMetrics("http://metrics", run_level, lambda url: next(snapshots))
+    assert metrics.run_level(1, 8, 0) == [1]
+    assert metrics.details()["served_models"][0]["requests"] == 8
+    metrics.run_level(4, 2, 8)
+    (row,) = metrics.details()["served_models"]
+    assert (row["model"], row["requests"], row["executions"]) == ("vocoder", 32, 2)
+    assert levels == [(1, 8, 0), (4, 2, 8)]
 
 
 def test_part_timer_and_table():

@@ -53,6 +53,26 @@ def test_markdown_has_every_system_and_ratios(tmp_path):
     assert row_c4.split("|")[2].strip() == "4.00" and row_c4.split("|")[3].strip() == "0.25"
 
 
+def test_level_details_reach_the_json_and_the_report(tmp_path):
+    calls = []
+
+    def details():
+        calls.append(1)
+        return {"served_models": [{"model": "vocoder", "requests": 10 * len(calls), "executions": 5, "batch": 2.0,
+                                   "failed": 0, "request_ms": 1.0, "queue_ms": 0.5, "compute_input_ms": 0.1,
+                                   "compute_infer_ms": 3.0, "compute_output_ms": 0.2, "busy_pct": 12.0}]}
+
+    out = tmp_path / "served.json"
+    result = run_sweep("ours served", fake_level(0.01), RATE, [1, 4], out, warmup=1, level_details=details)
+    assert len(calls) == 2  # once per level, not for the warm-up
+    saved = json.loads(out.read_text())["levels"]
+    assert [lv["served_models"][0]["requests"] for lv in saved] == [10, 20]
+    text = render_markdown([result])
+    assert "| c=1 | vocoder | 10 | 5 | 2.0 | 0 |" in text and "| c=4 | vocoder | 20 |" in text
+    assert "Per model inside tritonserver" not in render_markdown([run_sweep("plain", fake_level(0.01), RATE, [1],
+                                                                              tmp_path / "p.json", warmup=0)])
+
+
 def test_ratio_handles_missing():
     assert ratio(None, 1.0) is None and ratio(1.0, 0.0) is None and ratio(2.0, 4.0) == 0.5
 

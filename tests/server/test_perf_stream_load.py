@@ -5,6 +5,7 @@ import pytest
 
 from perf.stream_load import LoadRunner
 from perf.stream_metrics import summarise_level
+from perf.triton_metrics import LevelMetrics
 
 pytestmark = pytest.mark.server
 
@@ -34,4 +35,18 @@ def test_load_runner_reports_server_errors(triton_server):
     records = runner.run_level(concurrency=2, rounds=1, first_index=0)
     assert len(records) == 2
     assert all(r.error and "MAX_SECONDS" in r.error for r in records), [r.error for r in records]
+    assert triton_server.wait_idle() == 0
+
+
+def test_level_metrics_attribute_the_level_to_each_model(triton_server):
+    runner = LoadRunner(triton_server.grpc_url, patches=PATCHES, patch_seconds=0.16, seed=11, request_timeout_s=120)
+    metrics = LevelMetrics(f"http://127.0.0.1:{triton_server.metrics_port}/metrics", runner.run_level)
+    records = metrics.run_level(2, 1, 0)
+    assert all(r.error is None for r in records), [r.error for r in records]
+    rows = {row["model"]: row for row in metrics.details()["served_models"]}
+    assert rows["text_encoder"]["requests"] == 2 and rows["voxcpm"]["requests"] == 2
+    # one vocoder request per streamed patch; the dynamic batcher may have merged the two streams'
+    assert rows["vocoder"]["requests"] == sum(r.audio_samples for r in records) // 7680
+    assert 1 <= rows["vocoder"]["executions"] <= rows["vocoder"]["requests"]
+    assert 0 < rows["vocoder"]["busy_pct"] <= 100
     assert triton_server.wait_idle() == 0
