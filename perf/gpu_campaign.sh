@@ -159,7 +159,8 @@ triton_session() {
         export TRITON_GRPC_URL=127.0.0.1:${TRITON_GRPC_PORT:-8001}
         timeout -k 5 200 "$VENV/bin/python" -m perf.stream_load --url "$TRITON_GRPC_URL" --out "$RES/ours_triton.json" \
             --levels "$LEVELS" --patches "$PATCHES" --min-requests "$MIN_REQUESTS" --budget-s 140 \
-            --metrics-url "http://127.0.0.1:${TRITON_METRICS_PORT:-8002}/metrics" || echo "stream_load failed: $?"
+            --metrics-url "http://127.0.0.1:${TRITON_METRICS_PORT:-8002}/metrics" \
+            --stats-url "http://127.0.0.1:${TRITON_HTTP_PORT:-8000}/v2/models/stats" || echo "stream_load failed: $?"
         for c in $PA_LEVELS; do
             timeout -k 5 45 bash "$ROOT/perf/perf_analyzer.sh" "$c" "$RES/perf_analyzer_c$c.json" \
                 >"$LOGS/perf_analyzer_c$c.log" 2>&1 || echo "perf_analyzer c=$c failed: $?"

@@ -99,8 +99,8 @@ def render_markdown(results: Sequence[dict]) -> str:
         served = [(f"c={level['concurrency']}", level["served_models"]) for level in result["levels"]
                   if level.get("served_models")]
         if served:
-            parts += ["Per model inside tritonserver, from its metrics around each level (busy %: executions x "
-                      "one execution's time over the level's time; the ensemble's executions are whole streams):",
+            parts += ["Per model inside tritonserver, from its metrics around each level (busy %: the model's "
+                      "execution time over the level's time; the ensemble's executions are whole streams):",
                       "", metrics_markdown(served)]
     ours = [r for r in results if r["system"].startswith("ours")] or list(results[:1])
     others = [r for r in results if r not in ours]

@@ -141,10 +141,14 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
                         help="audio seconds per patch of the served model (VoxCPM2/1.5: 0.16, 0.5B: 0.08)")
     parser.add_argument("--request-timeout-s", type=float, default=300.0)
     parser.add_argument("--metrics-url", default=None,
-                        help="tritonserver's Prometheus endpoint (http://127.0.0.1:8002/metrics): each level "
-                             "then records every model's requests, batches, queue and compute time")
+                        help="tritonserver's Prometheus endpoint (http://127.0.0.1:8002/metrics): with --stats-url, "
+                             "each level records every model's requests, batches, queue, compute and busy time")
+    parser.add_argument("--stats-url", default=None,
+                        help="tritonserver's statistics endpoint (http://127.0.0.1:8000/v2/models/stats)")
     add_sweep_options(parser)
     args = parser.parse_args(argv)
+    if (args.metrics_url is None) != (args.stats_url is None):
+        parser.error("--metrics-url and --stats-url go together")
     runner = LoadRunner(args.url, args.patches, args.patch_seconds, args.seed, args.request_timeout_s)
     # The sample rate comes with the audio: learn it from one request before the sweep.
     runner.run_level(1, 1, 10_000_000)
@@ -152,7 +156,7 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
         raise SystemExit(f"no audio from {args.url}: is the {MODEL} model ready?")
     run_level, details = runner.run_level, None
     if args.metrics_url:
-        metrics = LevelMetrics(args.metrics_url, runner.run_level)
+        metrics = LevelMetrics(args.metrics_url, args.stats_url, runner.run_level)
         run_level, details = metrics.run_level, metrics.details
     run_sweep(args.system or "ours via tritonserver", run_level, runner.sample_rate, **sweep_settings(args),
               meta={"patches": args.patches, "max_seconds": runner.max_seconds, "url": args.url,

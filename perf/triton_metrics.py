@@ -8,13 +8,17 @@ batcher formed. For the decoupled ar_decoder a "request" is a whole stream.
     curl -s localhost:8002/metrics > before.txt; (load); curl -s localhost:8002/metrics > after.txt
     python -m perf.triton_metrics before.txt after.txt [--label "c=16"]
 
-perf/stream_load.py takes the snapshots around every level itself when given --metrics-url
-(`LevelMetrics`), and perf/report.py prints the rows under the served system's table.
+Those per-request means weight each execution by its batch size, so they cannot say how long a
+model was busy; Triton's statistics extension (/v2/models/stats on the HTTP port) can: its
+batch_stats count executions per batch size with their summed times (`busy_ms`).
+perf/stream_load.py takes both snapshots around every level itself when given --metrics-url and
+--stats-url (`LevelMetrics`), and perf/report.py prints the rows under the served system's table.
 """
 
 from __future__ import annotations
 
 import argparse
+import json
 import re
 import time
 import urllib.request
@@ -40,12 +44,8 @@ def parse(text: str) -> dict[str, dict[str, float]]:
     return models
 
 
-def per_model(before: str, after: str, elapsed_s: Optional[float] = None) -> list[dict]:
-    """One row per model with completed requests between the snapshots. With the time between them,
-    `busy_pct` is the share of it the model spent executing: executions x one execution's time, which
-    Triton books in full to every request of the batch (so the per-request mean is one execution's).
-    It passes 100 where executions overlap: several instances, or the ensemble, whose "execution"
-    is a whole stream."""
+def per_model(before: str, after: str) -> list[dict]:
+    """One row per model with completed requests between the snapshots."""
     old, new = parse(before), parse(after)
     rows = []
     for model in sorted(new):
@@ -59,9 +59,6 @@ def per_model(before: str, after: str, elapsed_s: Optional[float] = None) -> lis
                "failed": int(delta.get("nv_inference_request_failure", 0.0))}
         for part in DURATIONS:
             row[f"{part}_ms"] = delta.get(f"nv_inference_{part}_duration_us", 0.0) / requests / 1000
-        if elapsed_s:
-            execution_ms = sum(row[f"{part}_ms"] for part in ("compute_input", "compute_infer", "compute_output"))
-            row["busy_pct"] = 100 * executions * execution_ms / 1000 / elapsed_s
         rows.append(row)
     return rows
 
@@ -80,26 +77,54 @@ def markdown(levels: Sequence[tuple[str, list[dict]]]) -> str:
     return "\n".join(lines) + "\n"
 
 
+def _executing_ns(stats: dict) -> dict[str, int]:
+    """model -> ns spent in its executions so far, from one /v2/models/stats reply."""
+    totals: dict[str, int] = defaultdict(int)
+    for model in stats.get("model_stats", []):
+        for batch in model.get("batch_stats", []):
+            totals[model["name"]] += sum(batch[part]["ns"] for part in ("compute_input", "compute_infer",
+                                                                         "compute_output"))
+    return totals
+
+
+def busy_ms(before: dict, after: dict) -> dict[str, float]:
+    """model -> ms it spent executing between two /v2/models/stats replies (summed over its
+    instances; the ensemble's executions are whole streams)."""
+    old, new = _executing_ns(before), _executing_ns(after)
+    return {model: (ns - old.get(model, 0)) / 1e6 for model, ns in new.items()}
+
+
 def fetch(url: str) -> str:
     with urllib.request.urlopen(url, timeout=10) as reply:
         return reply.read().decode()
 
 
 class LevelMetrics:
-    """Wraps a sweep's run_level so that each call is bracketed by two snapshots of `url` (Triton's
-    /metrics); `details()` gives the last call's per-model rows for the sweep's JSON."""
+    """Wraps a sweep's run_level so that each call is bracketed by snapshots of Triton's /metrics
+    (`metrics_url`) and /v2/models/stats (`stats_url`); `details()` gives the last call's per-model
+    rows for the sweep's JSON, each with `busy_pct`: the model's execution time over the level's
+    (above 100 where executions overlap: several instances, or the ensemble's streams)."""
 
-    def __init__(self, url: str, run_level: Callable[[int, int, int], list], fetch_text: Callable[[str], str] = fetch):
-        self.url = url
+    def __init__(self, metrics_url: str, stats_url: str, run_level: Callable[[int, int, int], list],
+                 fetch_text: Callable[[str], str] = fetch):
+        self.metrics_url = metrics_url
+        self.stats_url = stats_url
         self._run_level = run_level
         self._fetch = fetch_text
         self._rows: list[dict] = []
 
+    def _snapshot(self) -> tuple[str, dict]:
+        return self._fetch(self.metrics_url), json.loads(self._fetch(self.stats_url))
+
     def run_level(self, concurrency: int, rounds: int, first_index: int) -> list:
-        before, started = self._fetch(self.url), time.monotonic()
+        (metrics, stats), started = self._snapshot(), time.monotonic()
         records = self._run_level(concurrency, rounds, first_index)
-        elapsed = time.monotonic() - started
-        self._rows = per_model(before, self._fetch(self.url), elapsed)
+        elapsed_ms = (time.monotonic() - started) * 1000
+        metrics_after, stats_after = self._snapshot()
+        busy = busy_ms(stats, stats_after)
+        self._rows = per_model(metrics, metrics_after)
+        for row in self._rows:
+            row["busy_pct"] = 100 * busy.get(row["model"], 0.0) / elapsed_ms
         return records
 
     def details(self) -> dict:

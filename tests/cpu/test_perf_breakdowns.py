@@ -3,10 +3,11 @@ in-process step breakdown's timer and table."""
 
 from __future__ import annotations
 
+import json
 import time
 
 from perf.step_breakdown import PartTimer, breakdown_row, markdown
-from perf.triton_metrics import LevelMetrics, per_model
+from perf.triton_metrics import LevelMetrics, busy_ms, per_model
 from perf.triton_metrics import markdown as metrics_markdown
 
 
@@ -37,28 +38,51 @@ def test_metrics_diff_per_request_and_batch():
     assert "| c=16 | vocoder | 200 | 10 | 20.0 | 0 |" in table and table.rstrip().endswith("| - |")
 
 
-def test_busy_share_counts_each_execution_once():
-    # 10 executions of 20 requests; Triton books the batch's 20 ms to each request: 200 ms of 2 s.
-    rows = per_model(snapshot(100, 10, 0.0, 0.0), snapshot(300, 20, 0.0, 200 * 20_000.0), elapsed_s=2.0)
-    assert rows[0]["compute_infer_ms"] == 20.0
-    assert rows[0]["busy_pct"] == 10.0
+def stats(batches: dict[int, tuple[int, int]]) -> dict:
+    """A /v2/models/stats reply whose vocoder ran `count` executions of each batch size in `ns`."""
+    def timing(count: int, ns: int) -> dict:
+        return {"count": count, "ns": ns}
+
+    return {"model_stats": [
+        {"name": "vocoder", "batch_stats": [
+            {"batch_size": size, "compute_input": timing(count, 0), "compute_infer": timing(count, ns),
+             "compute_output": timing(count, 0)} for size, (count, ns) in batches.items()]},
+        {"name": "voxcpm"},  # an ensemble has no executions of its own
+    ]}
+
+
+def test_busy_time_counts_each_execution_once():
+    # 4 single-window executions of 25 ms and 1 of two windows taking 84 ms: 184 ms of work, where
+    # the per-request mean (6 requests booked 268 ms) x 5 executions would claim 223.
+    busy = busy_ms(stats({1: (2, 50_000_000)}), stats({1: (6, 150_000_000), 2: (1, 84_000_000)}))
+    assert busy == {"vocoder": 184.0}
 
 
 def test_level_metrics_brackets_each_level():
-    snapshots = iter([snapshot(0, 0, 0.0, 0.0), snapshot(8, 2, 100.0, 8000.0),
-                      snapshot(8, 2, 100.0, 8000.0), snapshot(40, 4, 300.0, 40000.0)])
-    levels = []
+    snapshots = iter([snapshot(0, 0, 0.0, 0.0), stats({}), snapshot(8, 2, 100.0, 8000.0), stats({1: (2, 8_000_000)}),
+                      snapshot(8, 2, 100.0, 8000.0), stats({1: (2, 8_000_000)}),
+                      snapshot(40, 4, 300.0, 40000.0), stats({1: (2, 8_000_000), 16: (2, 30_000_000)})])
+    fetched, levels = [], []
+
+    def fetch(url: str) -> str:
+        fetched.append(url)
+        return json.dumps(next(snapshots)) if url.endswith("stats") else next(snapshots)
+
     def run_level(concurrency: int, rounds: int, first_index: int) -> list:
         levels.append((concurrency, rounds, first_index))
+        time.sleep(0.05)
         return [concurrency]
 
-    metrics = LevelMetrics("http://metrics", run_level, lambda url: next(snapshots))
+    metrics = LevelMetrics("http://host/metrics", "http://host/v2/models/stats", run_level, fetch)
     assert metrics.run_level(1, 8, 0) == [1]
-    assert metrics.details()["served_models"][0]["requests"] == 8
+    first = metrics.details()["served_models"][0]
+    assert first["requests"] == 8 and 0 < first["busy_pct"] < 8 / 50 * 100  # 8 ms in a level of >= 50 ms
     metrics.run_level(4, 2, 8)
     (row,) = metrics.details()["served_models"]
     assert (row["model"], row["requests"], row["executions"]) == ("vocoder", 32, 2)
+    assert 0 < row["busy_pct"] < 30 / 50 * 100  # 30 ms of executions in a level of >= 50 ms
     assert levels == [(1, 8, 0), (4, 2, 8)]
+    assert fetched == ["http://host/metrics", "http://host/v2/models/stats"] * 4
 
 
 def test_part_timer_and_table():

@@ -40,7 +40,8 @@ def test_load_runner_reports_server_errors(triton_server):
 
 def test_level_metrics_attribute_the_level_to_each_model(triton_server):
     runner = LoadRunner(triton_server.grpc_url, patches=PATCHES, patch_seconds=0.16, seed=11, request_timeout_s=120)
-    metrics = LevelMetrics(f"http://127.0.0.1:{triton_server.metrics_port}/metrics", runner.run_level)
+    metrics = LevelMetrics(f"http://127.0.0.1:{triton_server.metrics_port}/metrics",
+                           f"http://{triton_server.http_url}/v2/models/stats", runner.run_level)
     records = metrics.run_level(2, 1, 0)
     assert all(r.error is None for r in records), [r.error for r in records]
     rows = {row["model"]: row for row in metrics.details()["served_models"]}
