@@ -8,6 +8,9 @@
 #                                 CUDA_HOME defaulting to /usr/local/cuda)
 #   JOBS=N                        parallel compile jobs (default: number of cores)
 #   VOXCPM_PTXAS_VERBOSE=1        print ptxas' registers / shared memory / spills per kernel
+#   VOXCPM_CUTLASS_INCLUDE=DIR    CUTLASS's headers (default: build/out/cutlass, which build/setup.sh
+#                                 installs); the *_sm90.cu ops need them and an sm_90 target, and
+#                                 are built without their kernels (reporting "not supported") else
 # Exits 0 without building when no nvcc is found: the ops then run their PyTorch reference path.
 set -euo pipefail
 
@@ -41,10 +44,34 @@ OBJ_DIR="$(mktemp -d)"
 trap 'rm -rf "$OBJ_DIR"' EXIT
 mkdir -p "$OUT_DIR"
 
+# Hopper-only ops (CUTLASS's wgmma / TMA kernels) compile for sm_90a alone, in the background while
+# the rest build; NDEBUG because an assert's call in a kernel makes ptxas serialize its wgmma.
+CUTLASS_INCLUDE="${VOXCPM_CUTLASS_INCLUDE:-$ROOT/build/out/cutlass/cutlass_library/source/include}"
+SM90_SOURCES=("$SRC_DIR"/*_sm90.cu)
+SM90_FLAGS=("${FLAGS[@]}")
+SM90_NOTE="without their kernels (no sm_90 target)"
+if [[ " ${ARCHS[*]} " == *" 90 "* || " ${ARCHS[*]} " == *" 90a "* ]]; then
+    if [ -f "$CUTLASS_INCLUDE/cutlass/cutlass.h" ]; then
+        SM90_FLAGS=(-O3 -std=c++17 -lineinfo -DNDEBUG -Xcompiler -fPIC,-fvisibility=hidden -I "$SRC_DIR"
+                    -I "$CUTLASS_INCLUDE" -DVOXCPM_CUTLASS_SM90 --expt-relaxed-constexpr
+                    -gencode=arch=compute_90a,code=sm_90a)
+        SM90_NOTE="with CUTLASS ($CUTLASS_INCLUDE)"
+    else
+        SM90_NOTE="without their kernels (no CUTLASS headers at $CUTLASS_INCLUDE)"
+    fi
+fi
+
 echo "build_kernels: $("$NVCC" --version | tail -1) archs=${ARCHS[*]} jobs=$JOBS -> $OUT_DIR"
+echo "build_kernels: Hopper-only ops ${SM90_NOTE}"
+sm90_pids=()
+for src in "${SM90_SOURCES[@]}"; do
+    "$NVCC" "${SM90_FLAGS[@]}" -c "$src" -o "$OBJ_DIR/$(basename "$src" .cu).o" &
+    sm90_pids+=("$!")
+done
 export NVCC OBJ_DIR
-printf '%s\n' "$SRC_DIR"/*.cu | xargs -P "$JOBS" -I{} bash -c \
+printf '%s\n' "$SRC_DIR"/*.cu | grep -v '_sm90\.cu$' | xargs -P "$JOBS" -I{} bash -c \
     'src="$1"; shift; "$NVCC" "$@" -c "$src" -o "$OBJ_DIR/$(basename "$src" .cu).o" || exit 255' _ {} "${FLAGS[@]}"
+for pid in "${sm90_pids[@]}"; do wait "$pid"; done
 
 # Link into a temporary name first so a failed build never leaves a half-written library behind.
 "$NVCC" -shared "${GENCODE[@]}" -o "$OUT_DIR/libvoxcpm_kernels.so.tmp" "$OBJ_DIR"/*.o

@@ -5,6 +5,7 @@
 #   build/out/tritonserver/backends     Triton backends dir: python backend + the stub for the venv's Python
 #   build/out/lib/lib{b64,cudart}*     sonames perf_analyzer looks for (bundled by nvidia-pytriton)
 #   build/out/lib/libvoxcpm_kernels.so  CUDA kernels library (where nvcc and a GPU exist; build/build_kernels.sh)
+#   build/out/cutlass                   CUTLASS's headers (where nvcc exists), for the Hopper-only kernels
 #   build/out/checkpoints/voxcpm2-tiny  deterministic random-weight demo checkpoint
 # Idempotent: each step records a hash of its inputs and is skipped when they have not changed.
 #
@@ -134,6 +135,26 @@ mkdir -p "$OUT/lib"
 ln -sfn "$(ls "$LIBS"/libb64-*.so.0d | head -n1)" "$OUT/lib/libb64.so.0d"
 ln -sfn "$(ls "$LIBS"/libcudart-*.so.12* | head -n1)" "$OUT/lib/libcudart.so.12"
 
+# ---------------------------------------------------------------- CUTLASS headers
+# Only the headers of NVIDIA's wheel (its Python parts and their dependencies are not used): the
+# Hopper GEMMs in kernels/*_sm90.cu build on CUTLASS's collectives. Wherever nvcc is, so that the
+# compile check in tests/cpu/test_kernels_build.py covers them too.
+CUTLASS_VERSION="4.2.0.0"
+if [ "${VOXCPM_SKIP_KERNELS:-0}" != 1 ] && command -v nvcc >/dev/null; then
+    if stamp_ok cutlass "$CUTLASS_VERSION" && [ -f "$OUT/cutlass/cutlass_library/source/include/cutlass/cutlass.h" ]; then
+        log "CUTLASS headers up to date ($OUT/cutlass)"
+    else
+        log "installing CUTLASS $CUTLASS_VERSION's headers into $OUT/cutlass"
+        rm -rf "$OUT/cutlass"
+        if "$VENV/bin/python" -m pip --disable-pip-version-check install -q --no-deps --no-compile \
+                --target "$OUT/cutlass" "nvidia-cutlass==$CUTLASS_VERSION" 2> >(grep -v '^WARNING: Location' >&2); then
+            stamp_set cutlass "$CUTLASS_VERSION"
+        else
+            log "CUTLASS not installed: the kernels library builds without its Hopper-only GEMMs"
+        fi
+    fi
+fi
+
 # ---------------------------------------------------------------- CUDA kernels library
 if [ "${VOXCPM_SKIP_KERNELS:-0}" = 1 ]; then
     log "kernels: skipped (VOXCPM_SKIP_KERNELS=1)"
@@ -150,7 +171,7 @@ else
     # A forced build without a GPU is only a compile check: one architecture is enough there.
     ARCHS="${VOXCPM_CUDA_ARCHS:-}"
     if [ -z "$ARCHS" ] && ! nvidia-smi -L 2>/dev/null | grep -q '^GPU '; then ARCHS=90; fi
-    KERNELS_KEY="$(hash_of "$KERNELS_KEY" "$ARCHS")"
+    KERNELS_KEY="$(hash_of "$KERNELS_KEY" "$ARCHS" "cutlass $(cat "$STAMPS/cutlass" 2>/dev/null)")"
     if stamp_ok kernels "$KERNELS_KEY" && [ -f "$OUT/lib/libvoxcpm_kernels.so" ]; then
         log "kernels library up to date ($OUT/lib/libvoxcpm_kernels.so)"
     else

@@ -21,7 +21,7 @@ extern "C" {
 #define VOXCPM_API __attribute__((visibility("default")))
 
 /* Bumped whenever a signature below changes; the Python loader refuses a mismatched library. */
-#define VOXCPM_KERNELS_ABI_VERSION 4
+#define VOXCPM_KERNELS_ABI_VERSION 5
 
 enum voxcpm_dtype { VOXCPM_FLOAT32 = 0, VOXCPM_FLOAT16 = 1, VOXCPM_BFLOAT16 = 2 };
 
@@ -223,6 +223,25 @@ VOXCPM_API int voxcpm_snake_depthwise_conv(const void* x, int64_t x_batch_stride
  */
 VOXCPM_API int voxcpm_quantize_fp8(const void* x, void* out, float* scale, int64_t rows, int64_t k,
                                    int activation, int dtype, void* stream);
+
+/*
+ * The MLP's gate_up GEMM with SwiGLU in its epilogue, for many rows on compute capability 9.0
+ * (CUTLASS, sm_90a): out[r, j] = silu(g) * u with g = x[r] . gate[j], u = x[r] . up[j], each
+ * rounded to bf16 as cuBLAS's output would be and silu rounded before the product (as swiglu).
+ *   x: [rows, k] bf16 contiguous; out: [rows, inter] bf16 contiguous;
+ *   weight: [2 * inter, k] bf16, the fused [gate; up] weight with its rows interleaved by blocks of
+ *     VOXCPM_GATE_UP_INTERLEAVE (gate rows 0..B-1, up rows 0..B-1, gate rows B..2B-1, ...).
+ * k a multiple of 8, inter a multiple of VOXCPM_GATE_UP_INTERLEAVE, pointers 16-byte aligned.
+ * schedule: one of VOXCPM_GATE_UP_* (CUTLASS kernel schedule and tile rows).
+ * Returns cudaErrorNotSupported on other GPUs or when the library was built without CUTLASS, also
+ * for rows == 0 (a launch-free probe: 0 means the op runs on the current device).
+ */
+#define VOXCPM_GATE_UP_INTERLEAVE 128
+#define VOXCPM_GATE_UP_COOPERATIVE_128 0
+#define VOXCPM_GATE_UP_PINGPONG_64 1
+VOXCPM_API int voxcpm_gate_up_swiglu_sm90(const void* x, const void* weight, void* out, int64_t rows,
+                                          int64_t k, int64_t inter, int schedule, int dtype,
+                                          void* stream);
 
 #ifdef __cplusplus
 }

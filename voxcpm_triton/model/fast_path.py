@@ -8,8 +8,10 @@ rmsnorm, the swiglu, fsq and cfg_euler_step ops; a stack call of at most 32 rows
 streams) takes each norm and residual add into its skinny_gemm GEMMs instead (MiniCPMModel), and
 biased layers (Projection) go through ops.linear. `compile_layers` puts each decoder layer's
 forward under torch.compile (inductor). `enable_fp8` gives the LocDiT's GEMMs FP8 copies of their
-weights for large batches (opt-in precision mode). Environment: VOXCPM_CUSTOM_OPS=0, VOXCPM_COMPILE=1,
-VOXCPM_FP8=1 (VOXCPM_FP8_MIN_ROWS, default 1024).
+weights for large batches (opt-in precision mode). `enable_sm90_gate_up` gives the LocDiT's MLPs
+the interleaved gate_up copy of the Hopper GEMM with SwiGLU in its epilogue. Environment:
+VOXCPM_CUSTOM_OPS=0, VOXCPM_COMPILE=1, VOXCPM_FP8=1 (VOXCPM_FP8_MIN_ROWS, default 1024),
+VOXCPM_SM90_GATE_UP=0.
 """
 
 from __future__ import annotations
@@ -23,6 +25,7 @@ from voxcpm_triton.model.fsq import ScalarQuantization
 from voxcpm_triton.model.local_dit import LocalDiT
 from voxcpm_triton.model.minicpm import MLP, Attention, DecoderLayer, MiniCPMModel
 from voxcpm_triton.model.projection import Projection
+from voxcpm_triton.ops import gate_up_sm90
 from voxcpm_triton.ops.fp8_linear import Fp8Weight, quantizable, quantize_weight
 
 # Activation rows from which the LocDiT's GEMMs take FP8: below this they stream their weights more
@@ -109,6 +112,21 @@ def enable_fp8(model: torch.nn.Module, enabled: bool, min_rows: int = FP8_MIN_RO
                 copy = _fp8_copy(linears, min_rows) if enabled else None
                 setattr(module, name, copy)
                 held += 0 if copy is None else copy.codes.nbytes + copy.scale.nbytes
+    return held
+
+
+def enable_sm90_gate_up(model: torch.nn.Module, enabled: bool) -> int:
+    """Give (enabled) or take away each LocDiT MLP's interleaved gate_up copy, with which its
+    gate_up GEMM and SwiGLU may run as one Hopper kernel at many rows (ops.gate_up_sm90; only
+    where that kernel runs on the weight's device, and VOXCPM_SM90_GATE_UP=0 keeps it off);
+    returns the bytes the copies hold. Call after enable_custom_ops, on the final device."""
+    held = 0
+    for dit in (module for module in model.modules() if isinstance(module, LocalDiT)):
+        for mlp in (module for module in dit.decoder.modules() if isinstance(module, MLP)):
+            weight = mlp.gate_up_weight
+            take = enabled and weight is not None and gate_up_sm90.available(weight)
+            mlp.gate_up_interleaved = gate_up_sm90.interleave(weight) if take else None
+            held += weight.nbytes if take else 0
     return held
 
 

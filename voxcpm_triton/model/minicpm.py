@@ -283,13 +283,17 @@ class MLP(nn.Module):
         # FP8 copies of the fused gate_up and of down_proj (fast_path.enable_fp8), used at many rows.
         self.fp8_gate_up: Fp8Weight | None = None
         self.fp8_down: Fp8Weight | None = None
+        # gate_up_weight interleaved for the Hopper kernel with SwiGLU in its epilogue
+        # (fast_path.enable_sm90_gate_up), used at many rows.
+        self.gate_up_interleaved: torch.Tensor | None = None
 
     def forward(self, x: torch.Tensor) -> torch.Tensor:
         if self.gate_up_weight is not None and fp8_takes(x, self.fp8_gate_up) and fp8_takes(x, self.fp8_down):
             # SwiGLU folds into the quantisation of the down projection's input.
             return fp8_linear(fp8_linear(x, self.fp8_gate_up), self.fp8_down, SWIGLU)
         if self.gate_up_weight is not None:
-            return ops.linear(ops.gate_up_swiglu(x, self.gate_up_weight), self.down_proj.weight)
+            return ops.linear(ops.gate_up_swiglu(x, self.gate_up_weight, self.gate_up_interleaved),
+                              self.down_proj.weight)
         return self.down_proj(F.silu(self.gate_proj(x)) * self.up_proj(x))
 
     def add_normed_(self, x: torch.Tensor, norm: RMSNorm, scale: float) -> torch.Tensor:

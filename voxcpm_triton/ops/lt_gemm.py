@@ -141,6 +141,11 @@ def tuning():
         _tuning.on = previous
 
 
+def is_tuning() -> bool:
+    """Whether a tuning() block is open on this thread (gate_up_sm90 times its shapes there too)."""
+    return getattr(_tuning, "on", False)
+
+
 def _device(device: torch.device) -> _Device:
     index = device.index if device.index is not None else torch.cuda.current_device()
     if index not in _devices:
@@ -170,7 +175,7 @@ def linear(x: torch.Tensor, weight: torch.Tensor, bias: torch.Tensor | None = No
         return F.linear(x, weight, bias)
     plan = _plans.get(_key(x, weight, bias))
     if plan is None:
-        if not getattr(_tuning, "on", False) or torch.cuda.is_current_stream_capturing():
+        if not is_tuning() or torch.cuda.is_current_stream_capturing():
             return F.linear(x, weight, bias)
         plan = _plans[_key(x, weight, bias)] = _tune(x, weight, bias)
     if plan.algo is None:

@@ -23,7 +23,7 @@ import torch
 import torch.nn.functional as F
 
 from voxcpm_triton.ops import library as lib
-from voxcpm_triton.ops import lt_gemm
+from voxcpm_triton.ops import gate_up_sm90, lt_gemm
 from voxcpm_triton.ops.rmsnorm import rmsnorm
 from voxcpm_triton.ops.swiglu import swiglu, swiglu_ref
 
@@ -221,14 +221,17 @@ def _bias_fits(bias: torch.Tensor | None, weight: torch.Tensor) -> bool:
             and bias.dtype == weight.dtype and bias.device == weight.device and bias.is_contiguous())
 
 
-def gate_up_swiglu(x: torch.Tensor, gate_up_weight: torch.Tensor) -> torch.Tensor:
+def gate_up_swiglu(x: torch.Tensor, gate_up_weight: torch.Tensor,
+                   interleaved: torch.Tensor | None = None) -> torch.Tensor:
     """swiglu(F.linear(x, gate_up_weight)) for a fused [gate; up] weight, in one kernel when the
-    skinny_gemm kernel takes the shape."""
+    skinny_gemm kernel takes the shape, or for many rows the CUTLASS one given the weight's
+    interleaved copy (gate_up_sm90)."""
     _check_gate_up(x, gate_up_weight)
     flat = x.reshape(-1, x.shape[-1])
     if not _use_kernel(flat, gate_up_weight):
-        return swiglu(lt_gemm.linear(flat, gate_up_weight).view(*x.shape[:-1], gate_up_weight.shape[0]))
-    out = torch.ops.voxcpm.skinny_gemm(flat, gate_up_weight, SWIGLU, None, 0.0)
+        out = gate_up_sm90.gate_up_swiglu(flat, gate_up_weight, interleaved)
+    else:
+        out = torch.ops.voxcpm.skinny_gemm(flat, gate_up_weight, SWIGLU, None, 0.0)
     return out.view(*x.shape[:-1], gate_up_weight.shape[0] // 2)
 
 
