@@ -55,6 +55,7 @@ if [[ " ${ARCHS[*]} " == *" 90 "* || " ${ARCHS[*]} " == *" 90a "* ]]; then
         SM90_FLAGS=(-O3 -std=c++17 -lineinfo -DNDEBUG -Xcompiler -fPIC,-fvisibility=hidden -I "$SRC_DIR"
                     -I "$CUTLASS_INCLUDE" -DVOXCPM_CUTLASS_SM90 --expt-relaxed-constexpr
                     -gencode=arch=compute_90a,code=sm_90a)
+        if [ "${VOXCPM_PTXAS_VERBOSE:-0}" = 1 ]; then SM90_FLAGS+=(-Xptxas -v); fi
         SM90_NOTE="with CUTLASS ($CUTLASS_INCLUDE)"
     else
         SM90_NOTE="without their kernels (no CUTLASS headers at $CUTLASS_INCLUDE)"

@@ -7,9 +7,9 @@
 // anything is stored, so only the [rows, inter] result is written.
 //
 // That needs each gate column and its up column in the same thread. The weight is therefore
-// interleaved by blocks of VOXCPM_GATE_UP_INTERLEAVE rows (gate block j, then up block j): a tile
-// 2 * VOXCPM_GATE_UP_INTERLEAVE columns wide holds both halves, and in Hopper's wgmma accumulator
-// layout a thread holding column c of a tile also holds column c + tile / 2.
+// interleaved by blocks of VOXCPM_GATE_UP_INTERLEAVE rows (gate block j, then up block j), and a
+// tile spans whole (gate block, up block) pairs: in Hopper's wgmma accumulator layout a thread
+// holding column c of a pair also holds column c + VOXCPM_GATE_UP_INTERLEAVE.
 //
 // Built only when build_kernels.sh finds CUTLASS's headers and compiles this file for sm_90a
 // (VOXCPM_CUTLASS_SM90); otherwise the entry point reports cudaErrorNotSupported and the caller
@@ -30,7 +30,7 @@ namespace {
 
 using Element = cutlass::bfloat16_t;
 using RowStride = cute::Stride<int64_t, cute::_1, int64_t>;
-constexpr int kTileN = 2 * VOXCPM_GATE_UP_INTERLEAVE;
+constexpr int kPair = 2 * VOXCPM_GATE_UP_INTERLEAVE;  // columns of one (gate block, up block) pair
 
 // silu(gate) * up with the unfused path's roundings: the GEMM's outputs rounded to bf16 first (as
 // cuBLAS stores them), silu rounded before the product (as the swiglu op does). The division is the
@@ -80,7 +80,7 @@ struct SwigluEpilogue {
     }
     template <class ProblemShape>
     static bool can_implement(ProblemShape const& problem, Arguments const& args) {
-        return args.out != nullptr && cute::get<1>(problem) % kTileN == 0;
+        return args.out != nullptr && cute::get<1>(problem) % kPair == 0;
     }
 
     CUTLASS_HOST_DEVICE SwigluEpilogue(Params const& params_, SharedStorage const& = SharedStorage())
@@ -92,14 +92,16 @@ struct SwigluEpilogue {
                                    BlockCoordMNKL block_coord, cute::Tensor<FrgEngine, FrgLayout> const& accumulators,
                                    TiledMma tiled_mma, ResidueMNK, int thread_idx, char*) {
         using namespace cute;
-        static_assert(size<1>(BlockShapeMNK{}) == kTileN, "the tile must span one gate block and its up block");
+        constexpr int kTileN = size<1>(BlockShapeMNK{});
+        static_assert(kTileN % kPair == 0, "the tile must span whole (gate block, up block) pairs");
         // wgmma's accumulator values per thread: (2 adjacent columns, 2 rows 8 apart, N/8 column groups
-        // 8 apart); one MMA tile across the block's columns, so group g + groups/2 is column + kTileN/2.
+        // 8 apart), one MMA tile across the block's columns; so in each pair, the up value of gate
+        // group g is group g + kPairGroups / 2.
         static_assert(rank<0>(FrgLayout{}) == 3 && size<0, 0>(FrgLayout{}) == 2 && size<0, 1>(FrgLayout{}) == 2,
                       "unexpected wgmma accumulator layout");
         static_assert(size<2>(FrgLayout{}) == 1 && size<0, 2>(FrgLayout{}) * 8 == kTileN,
                       "one MMA tile must cover the block's columns");
-        constexpr int kGroups = size<0, 2>(FrgLayout{});
+        constexpr int kPairGroups = kPair / 8;
         constexpr int kMmaM = size<1>(FrgLayout{});
 
         const int rows = get<0>(problem_shape_mnkl);
@@ -115,18 +117,23 @@ struct SwigluEpilogue {
             CUTLASS_PRAGMA_UNROLL
             for (int half_row = 0; half_row < 2; ++half_row) {
                 CUTLASS_PRAGMA_UNROLL
-                for (int group = 0; group < kGroups / 2; ++group) {
-                    auto gate_at = make_coord(make_coord(0, half_row, group), mm, 0);
-                    auto up_at = make_coord(make_coord(0, half_row, group + kGroups / 2), mm, 0);
-                    auto next_gate_at = make_coord(make_coord(1, half_row, group), mm, 0);
-                    auto next_up_at = make_coord(make_coord(1, half_row, group + kGroups / 2), mm, 0);
-                    const int row = row0 + get<0>(coords(gate_at));
-                    const int col = get<1>(coords(gate_at));
-                    if (row >= rows) continue;
-                    __nv_bfloat162 pair = __floats2bfloat162_rn(
-                        swiglu_of_accumulators(accumulators(gate_at), accumulators(up_at)),
-                        swiglu_of_accumulators(accumulators(next_gate_at), accumulators(next_up_at)));
-                    *reinterpret_cast<__nv_bfloat162*>(out + static_cast<int64_t>(row) * params.out_stride + col) = pair;
+                for (int pair = 0; pair < kTileN / kPair; ++pair) {
+                    CUTLASS_PRAGMA_UNROLL
+                    for (int group = pair * kPairGroups; group < pair * kPairGroups + kPairGroups / 2; ++group) {
+                        auto gate_at = make_coord(make_coord(0, half_row, group), mm, 0);
+                        auto up_at = make_coord(make_coord(0, half_row, group + kPairGroups / 2), mm, 0);
+                        auto next_gate_at = make_coord(make_coord(1, half_row, group), mm, 0);
+                        auto next_up_at = make_coord(make_coord(1, half_row, group + kPairGroups / 2), mm, 0);
+                        const int row = row0 + get<0>(coords(gate_at));
+                        // Column in the tile's output: the pairs before it, then the gate column.
+                        const int col = get<1>(coords(gate_at)) - pair * VOXCPM_GATE_UP_INTERLEAVE;
+                        if (row >= rows) continue;
+                        __nv_bfloat162 value = __floats2bfloat162_rn(
+                            swiglu_of_accumulators(accumulators(gate_at), accumulators(up_at)),
+                            swiglu_of_accumulators(accumulators(next_gate_at), accumulators(next_up_at)));
+                        *reinterpret_cast<__nv_bfloat162*>(out + static_cast<int64_t>(row) * params.out_stride + col) =
+                            value;
+                    }
                 }
             }
         }
@@ -149,13 +156,14 @@ struct GateUpGemm {
     using Gemm = cutlass::gemm::device::GemmUniversalAdapter<Kernel>;
 };
 
-// Schedules the caller chooses between by timing (VOXCPM_GATE_UP_* in the header).
-using Cooperative128 = GateUpGemm<cute::Shape<cute::_128, cute::Int<kTileN>, cute::_64>,
-                                  cute::Shape<cute::_2, cute::_1, cute::_1>,
-                                  cutlass::gemm::KernelTmaWarpSpecializedCooperative>;
-using Pingpong64 = GateUpGemm<cute::Shape<cute::_64, cute::Int<kTileN>, cute::_64>,
-                              cute::Shape<cute::_2, cute::_1, cute::_1>,
-                              cutlass::gemm::KernelTmaWarpSpecializedPingpong>;
+// Schedules the caller chooses between by timing (VOXCPM_GATE_UP_* in the header): tile rows x
+// columns and thread block cluster. Both are pingpong kernels: the two consumer warpgroups take
+// turns, one's epilogue (this file's global stores) running under the other's mainloop. Cooperative
+// tiles (the warpgroups sharing one tile) and 128 x 128 tiles lost on every LocDiT shape (run 34).
+template <int M, int N, int ClusterM>
+using Pingpong = GateUpGemm<cute::Shape<cute::Int<M>, cute::Int<N>, cute::_64>,
+                            cute::Shape<cute::Int<ClusterM>, cute::_1, cute::_1>,
+                            cutlass::gemm::KernelTmaWarpSpecializedPingpong>;
 
 int multiprocessors() {
     static std::atomic<int> cached{0};
@@ -203,17 +211,21 @@ extern "C" int voxcpm_gate_up_swiglu_sm90(const void* x, const void* weight, voi
     using namespace voxcpm;
     if (rows < 0 || k <= 0 || inter <= 0 || x == nullptr || weight == nullptr || out == nullptr)
         return VOXCPM_ERROR_INVALID_ARGUMENT;
-    if (dtype != VOXCPM_BFLOAT16 || k % 8 != 0 || inter % VOXCPM_GATE_UP_INTERLEAVE != 0 || !aligned16(x) ||
+    if (dtype != VOXCPM_BFLOAT16 || k % 8 != 0 || inter % (2 * VOXCPM_GATE_UP_INTERLEAVE) != 0 || !aligned16(x) ||
         !aligned16(weight) || !aligned16(out) || rows > INT32_MAX || 2 * inter > INT32_MAX || k > INT32_MAX ||
-        (schedule != VOXCPM_GATE_UP_COOPERATIVE_128 && schedule != VOXCPM_GATE_UP_PINGPONG_64))
+        schedule < 0 || schedule >= VOXCPM_GATE_UP_SCHEDULES)
         return VOXCPM_ERROR_INVALID_ARGUMENT;
 #if defined(VOXCPM_CUTLASS_SM90)
     // Checked before the empty case, so a call with rows == 0 tells the caller whether the op runs here.
     if (!is_sm90()) return static_cast<int>(cudaErrorNotSupported);
     if (rows == 0) return 0;
     auto s = static_cast<cudaStream_t>(stream);
-    if (schedule == VOXCPM_GATE_UP_PINGPONG_64) return run<Pingpong64>(x, weight, out, rows, k, inter, s);
-    return run<Cooperative128>(x, weight, out, rows, k, inter, s);
+    switch (schedule) {
+        case VOXCPM_GATE_UP_PINGPONG_64X256: return run<Pingpong<64, 256, 2>>(x, weight, out, rows, k, inter, s);
+        case VOXCPM_GATE_UP_PINGPONG_64X256_NO_CLUSTER:
+            return run<Pingpong<64, 256, 1>>(x, weight, out, rows, k, inter, s);
+        default: return VOXCPM_ERROR_INVALID_ARGUMENT;
+    }
 #else
     (void)stream;
     return static_cast<int>(cudaErrorNotSupported);

@@ -231,14 +231,18 @@ VOXCPM_API int voxcpm_quantize_fp8(const void* x, void* out, float* scale, int64
  *   x: [rows, k] bf16 contiguous; out: [rows, inter] bf16 contiguous;
  *   weight: [2 * inter, k] bf16, the fused [gate; up] weight with its rows interleaved by blocks of
  *     VOXCPM_GATE_UP_INTERLEAVE (gate rows 0..B-1, up rows 0..B-1, gate rows B..2B-1, ...).
- * k a multiple of 8, inter a multiple of VOXCPM_GATE_UP_INTERLEAVE, pointers 16-byte aligned.
- * schedule: one of VOXCPM_GATE_UP_* (CUTLASS kernel schedule and tile rows).
+ * k a multiple of 8, inter a multiple of 2 * VOXCPM_GATE_UP_INTERLEAVE (the widest tile spans two
+ * pairs of blocks), pointers 16-byte aligned.
+ * schedule: 0 <= schedule < VOXCPM_GATE_UP_SCHEDULES, one of VOXCPM_GATE_UP_* (CUTLASS's pingpong
+ * kernel, tile rows x columns, 2 x 1 thread block clusters unless NO_CLUSTER; the ones that won on
+ * the H200, perf/RESULTS.md run 34).
  * Returns cudaErrorNotSupported on other GPUs or when the library was built without CUTLASS, also
  * for rows == 0 (a launch-free probe: 0 means the op runs on the current device).
  */
-#define VOXCPM_GATE_UP_INTERLEAVE 128
-#define VOXCPM_GATE_UP_COOPERATIVE_128 0
-#define VOXCPM_GATE_UP_PINGPONG_64 1
+#define VOXCPM_GATE_UP_INTERLEAVE 64
+#define VOXCPM_GATE_UP_PINGPONG_64X256 0
+#define VOXCPM_GATE_UP_PINGPONG_64X256_NO_CLUSTER 1
+#define VOXCPM_GATE_UP_SCHEDULES 2
 VOXCPM_API int voxcpm_gate_up_swiglu_sm90(const void* x, const void* weight, void* out, int64_t rows,
                                           int64_t k, int64_t inter, int schedule, int dtype,
                                           void* stream);

@@ -53,7 +53,7 @@ def main() -> None:
     parser.add_argument("--streams", default="24,64,128,256")
     parser.add_argument("--out", default=None, help="also write the table here")
     args = parser.parse_args()
-    if not gate_up_sm90.available(torch.empty(2 * gate_up_sm90.INTERLEAVE, 8, device="cuda", dtype=torch.bfloat16)):
+    if not gate_up_sm90.available(torch.empty(gate_up_sm90.WEIGHT_ROWS, 8, device="cuda", dtype=torch.bfloat16)):
         raise SystemExit("gate_up_sm90 does not run here (needs sm_90 and a kernels library built with CUTLASS)")
     text = "\n".join(sweep([int(s) for s in args.streams.split(",")]))
     print(text)

@@ -31,8 +31,8 @@ def _define(name: str) -> int:
 
 def test_constants_match_the_header():
     assert gate_up_sm90.INTERLEAVE == _define("VOXCPM_GATE_UP_INTERLEAVE")
-    assert gate_up_sm90.SCHEDULES == {"cooperative_128": _define("VOXCPM_GATE_UP_COOPERATIVE_128"),
-                                      "pingpong_64": _define("VOXCPM_GATE_UP_PINGPONG_64")}
+    assert {name: _define(f"VOXCPM_GATE_UP_{name.upper()}") for name in gate_up_sm90.SCHEDULES} == gate_up_sm90.SCHEDULES
+    assert sorted(gate_up_sm90.SCHEDULES.values()) == list(range(_define("VOXCPM_GATE_UP_SCHEDULES")))
 
 
 def test_interleave_alternates_gate_and_up_blocks_and_inverts():

@@ -24,8 +24,11 @@ from voxcpm_triton.ops import library as lib
 from voxcpm_triton.ops import lt_gemm
 from voxcpm_triton.ops.swiglu import swiglu, swiglu_ref
 
-INTERLEAVE = 128  # == VOXCPM_GATE_UP_INTERLEAVE in kernels/voxcpm_kernels.h
-SCHEDULES = {"cooperative_128": 0, "pingpong_64": 1}  # == VOXCPM_GATE_UP_* in the header
+INTERLEAVE = 64  # == VOXCPM_GATE_UP_INTERLEAVE in kernels/voxcpm_kernels.h
+# == VOXCPM_GATE_UP_* in the header: tile rows x columns, 2 x 1 clusters unless no_cluster. On the
+# H200 the clusters win from ~2800 rows (128 streams), the plain grid below (perf/RESULTS.md run 34).
+SCHEDULES = {"pingpong_64x256": 0, "pingpong_64x256_no_cluster": 1}
+WEIGHT_ROWS = 4 * INTERLEAVE  # the widest tile: two (gate block, up block) pairs
 # Below this many rows the GEMM streams its weight more than it computes; skinny_gemm and cuBLAS
 # serve those, and a copy of the weight would not pay for its memory.
 MIN_ROWS = 512
@@ -74,7 +77,7 @@ def _probe(device_index: int) -> bool:
     with torch.cuda.device(device_index):
         buffer = torch.empty(8, dtype=torch.bfloat16, device="cuda")
         error = lib.library().voxcpm_gate_up_swiglu_sm90(buffer.data_ptr(), buffer.data_ptr(), buffer.data_ptr(), 0,
-                                                         8, INTERLEAVE, 0, lib.dtype_code(buffer), None)
+                                                         8, WEIGHT_ROWS // 2, 0, lib.dtype_code(buffer), None)
     if error not in (0, _NOT_SUPPORTED):
         lib.check(error, "gate_up_swiglu_sm90 probe")
     return error == 0
@@ -84,7 +87,7 @@ def available(weight: torch.Tensor) -> bool:
     """Whether a [gate; up] weight like this one can use the kernel on its device."""
     rows = weight.shape[0] if weight.dim() == 2 else 0
     return (requested() and weight.is_cuda and weight.dtype == torch.bfloat16 and weight.dim() == 2
-            and rows % (2 * INTERLEAVE) == 0 and weight.shape[1] % 8 == 0 and _supported_here(weight.device))
+            and rows % WEIGHT_ROWS == 0 and weight.shape[1] % 8 == 0 and _supported_here(weight.device))
 
 
 @torch.library.custom_op("voxcpm::gate_up_swiglu_sm90", mutates_args=(),
@@ -112,8 +115,8 @@ def fused(x: torch.Tensor, interleaved: torch.Tensor, schedule: int = 0) -> torc
     lib.require(x.dim() == 2 and interleaved.dim() == 2 and x.shape[1] == interleaved.shape[1],
                 f"x [rows, k] and weight [2 * inter, k] expected, got {tuple(x.shape)} and {tuple(interleaved.shape)}")
     lib.require(x.dtype == interleaved.dtype == torch.bfloat16, f"bf16 operands expected, got {x.dtype}")
-    lib.require(interleaved.shape[0] % (2 * INTERLEAVE) == 0 and x.shape[1] % 8 == 0,
-                f"weight rows must be a multiple of {2 * INTERLEAVE} and k of 8, got {tuple(interleaved.shape)}")
+    lib.require(interleaved.shape[0] % WEIGHT_ROWS == 0 and x.shape[1] % 8 == 0,
+                f"weight rows must be a multiple of {WEIGHT_ROWS} and k of 8, got {tuple(interleaved.shape)}")
     lib.require(x.is_contiguous() and interleaved.is_contiguous(), "x and weight must be contiguous")
     lib.require(schedule in SCHEDULES.values(), f"schedule must be one of {SCHEDULES}, got {schedule}")
     return torch.ops.voxcpm.gate_up_swiglu_sm90(x, interleaved, schedule)
