@@ -141,7 +141,8 @@ ln -sfn "$(ls "$LIBS"/libcudart-*.so.12* | head -n1)" "$OUT/lib/libcudart.so.12"
 # compile check in tests/cpu/test_kernels_build.py covers them too.
 CUTLASS_VERSION="4.2.0.0"
 if [ "${VOXCPM_SKIP_KERNELS:-0}" != 1 ] && command -v nvcc >/dev/null; then
-    if stamp_ok cutlass "$CUTLASS_VERSION" && [ -f "$OUT/cutlass/cutlass_library/source/include/cutlass/cutlass.h" ]; then
+    CUTLASS_HEADER="$OUT/cutlass/cutlass_library/source/include/cutlass/cutlass.h"
+    if stamp_ok cutlass "$CUTLASS_VERSION" && [ -f "$CUTLASS_HEADER" ]; then
         log "CUTLASS headers up to date ($OUT/cutlass)"
     else
         log "installing CUTLASS $CUTLASS_VERSION's headers into $OUT/cutlass"

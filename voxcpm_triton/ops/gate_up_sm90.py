@@ -143,8 +143,9 @@ def gate_up_swiglu(x: torch.Tensor, gate_up_weight: torch.Tensor, interleaved: t
             return _unfused(x, gate_up_weight)
         _plans[key] = _tune(x, gate_up_weight, interleaved)
     schedule = _plans[key]
-    return _unfused(x, gate_up_weight) if schedule is None else torch.ops.voxcpm.gate_up_swiglu_sm90(x, interleaved,
-                                                                                                 schedule)
+    if schedule is None:
+        return _unfused(x, gate_up_weight)
+    return torch.ops.voxcpm.gate_up_swiglu_sm90(x, interleaved, schedule)
 
 
 def choice(x: torch.Tensor, gate_up_weight: torch.Tensor, interleaved: torch.Tensor | None) -> str:
@@ -171,4 +172,5 @@ def _tune(x: torch.Tensor, gate_up_weight: torch.Tensor, interleaved: torch.Tens
     if not timed:
         return None
     best_ms, schedule = min(timed)
-    return schedule if best_ms < lt_gemm.time_call(lambda: _unfused(x, gate_up_weight)) * (1 - lt_gemm.MIN_GAIN) else None
+    unfused_ms = lt_gemm.time_call(lambda: _unfused(x, gate_up_weight))
+    return schedule if best_ms < unfused_ms * (1 - lt_gemm.MIN_GAIN) else None
