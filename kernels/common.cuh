@@ -109,6 +109,12 @@ __host__ inline int current_device_attribute(cudaDeviceAttr attribute, int* valu
     return static_cast<int>(error);
 }
 
+// Multiprocessors of the current device, 0 where the query fails.
+__host__ inline int multiprocessors() {
+    int count = 0;
+    return current_device_attribute(cudaDevAttrMultiProcessorCount, &count) == 0 ? count : 0;
+}
+
 __host__ __forceinline__ int launch_status() { return static_cast<int>(cudaGetLastError()); }
 
 // Programmatic dependent launch (Hopper and newer). A kernel started by launch() may begin while the

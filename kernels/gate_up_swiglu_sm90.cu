@@ -165,13 +165,6 @@ using Pingpong = GateUpGemm<cute::Shape<cute::Int<M>, cute::Int<N>, cute::_64>,
                             cute::Shape<cute::Int<ClusterM>, cute::_1, cute::_1>,
                             cutlass::gemm::KernelTmaWarpSpecializedPingpong>;
 
-int multiprocessors() {
-    static std::atomic<int> cached{0};
-    int count = cached.load();
-    if (count == 0 && current_device_attribute(cudaDevAttrMultiProcessorCount, &count) == 0) cached.store(count);
-    return count;
-}
-
 template <class Config>
 int run(const void* x, const void* weight, void* out, int64_t rows, int64_t k, int64_t inter, cudaStream_t stream) {
     using Gemm = typename Config::Gemm;

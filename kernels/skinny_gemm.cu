@@ -408,11 +408,6 @@ int resident_blocks(int m, int epilogue) {
     }
 }
 
-int multiprocessors() {
-    int sms = 0;
-    return current_device_attribute(cudaDevAttrMultiProcessorCount, &sms) == cudaSuccess ? sms : 0;
-}
-
 // Blocks per multiprocessor the split plan fills: one, so that a slot stays free where the next
 // kernel's blocks (launched early, as programmatic dependents) start streaming their weight while
 // this kernel runs; filling both slots made the step at one stream 11% slower (perf/RESULTS.md

@@ -21,8 +21,10 @@ import ctypes
 import functools
 import os
 import threading
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 from pathlib import Path
+from typing import TypeVar
 
 import torch
 import torch.nn.functional as F
@@ -37,6 +39,7 @@ TIMED_CALLS = 20
 # ~2.5 ms at the H200's clock: longer than the host needs to queue TIMED_CALLS calls.
 HOLD_CYCLES = 5_000_000
 ALIGNMENT = 256  # bytes; torch's allocator starts every block on 512
+Choice = TypeVar("Choice")
 
 # cuBLAS / cuBLASLt enum values used here (cublasLt.h, cublas_api.h, library_types.h).
 _COMPUTE_32F = 68
@@ -240,10 +243,11 @@ def _run(plan: _Plan, algo: _Algo, x: torch.Tensor, weight: torch.Tensor, bias: 
           torch.cuda.current_stream(x.device).cuda_stream)
 
 
-def run_algo(plan: _Plan, algo: _Algo, x: torch.Tensor, weight: torch.Tensor,
-             bias: torch.Tensor | None = None) -> torch.Tensor:
-    """One candidate's output (tests and perf/lt_gemm_sweep.py compare every candidate)."""
-    out = x.new_empty((x.shape[0], weight.shape[0]))
+def run_algo(plan: _Plan, algo: _Algo, x: torch.Tensor, weight: torch.Tensor, bias: torch.Tensor | None = None,
+             out: torch.Tensor | None = None) -> torch.Tensor:
+    """One candidate's output, in `out` when given (tests and perf/lt_gemm_sweep.py compare every
+    candidate; tuning times them)."""
+    out = x.new_empty((x.shape[0], weight.shape[0])) if out is None else out
     _run(plan, algo, x, weight, bias, out)
     return out
 
@@ -265,23 +269,33 @@ def time_call(fn, calls: int = TIMED_CALLS) -> float:
     return start.elapsed_time(end) / calls
 
 
-def _tune(x: torch.Tensor, weight: torch.Tensor, bias: torch.Tensor | None) -> _Plan:
-    """Times F.linear and every candidate that reproduces it; the plan keeps the fastest."""
-    plan, algos = candidates(x, weight, bias)
-    expected = F.linear(x, weight, bias)
+def fastest(expected: torch.Tensor, baseline: Callable[[], object],
+            candidates: Iterable[tuple[Choice, Callable[[], torch.Tensor]]],
+            errors: tuple[type[Exception], ...] = ()) -> Choice | None:
+    """The choice of the fastest candidate call that reproduces `expected` (the baseline's output)
+    and times at least MIN_GAIN faster than `baseline`; None when no candidate does. A candidate
+    whose call raises one of `errors` is left out. Shared by the GEMM paths that pick an
+    implementation per shape while a graph warms up."""
     scale = expected.float().abs().max().item() + 1e-6
-    out = torch.empty_like(expected)
     timed = []
-    for algo in algos:
+    for choice, call in candidates:
         try:
-            _run(plan, algo, x, weight, bias, out)
-        except LtError:
+            out = call()
+        except errors:
             continue
         if (out.float() - expected.float()).abs().max().item() > 2e-2 * scale:
             continue  # a candidate that does not compute the same product is never chosen
-        timed.append((time_call(lambda: _run(plan, algo, x, weight, bias, out)), len(timed), algo))
-    if timed:
-        best_ms, _, algo = min(timed)
-        if best_ms < time_call(lambda: F.linear(x, weight, bias)) * (1 - MIN_GAIN):
-            plan.algo = algo
+        timed.append((time_call(call), len(timed), choice))
+    if not timed:
+        return None
+    best_ms, _, choice = min(timed)
+    return choice if best_ms < time_call(baseline) * (1 - MIN_GAIN) else None
+
+
+def _tune(x: torch.Tensor, weight: torch.Tensor, bias: torch.Tensor | None) -> _Plan:
+    """Times F.linear and every candidate that reproduces it; the plan keeps the fastest."""
+    plan, algos = candidates(x, weight, bias)
+    out = x.new_empty((x.shape[0], weight.shape[0]))
+    calls = [(algo, functools.partial(run_algo, plan, algo, x, weight, bias, out)) for algo in algos]
+    plan.algo = fastest(F.linear(x, weight, bias), lambda: F.linear(x, weight, bias), calls, errors=(LtError,))
     return plan
