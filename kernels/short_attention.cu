@@ -4,9 +4,12 @@
 // K (rotated, rounded to the element type as the reference does) and V in shared memory.
 //
 // bf16 / fp16 on compute capability >= 8 (tensor cores): the group's query rows (head-major, token
-// minor) form 16-row tiles, one per warp. A block first copies everything it reads (K, V, its query
-// tiles, the table rows) to shared memory in one burst of cp.async copies, so one memory round trip
-// sits on the critical path, then rotates K and q in place. Logits = one mma.sync m16n8k16 per 16
+// minor) form 16-row tiles, one per warp; in a grid of many blocks a block has only the warps its
+// tiles need, so more blocks share a multiprocessor (see mma_warps). A block stages its K and query
+// rows rotated on their way to shared memory: loaded to registers a few per thread at once (their
+// memory round trips overlap), rotated by table rows read from global memory (a few KB every block
+// reads, so cache hits; nothing of them in shared memory) and stored, while V goes over by cp.async;
+// then one barrier, and the warps work from shared memory alone. Logits = one mma.sync m16n8k16 per 16
 // dims and 8 keys with fp32 accumulation (products of 16-bit values are exact in fp32). The
 // probabilities are fp32; the weighted sum feeds them to the tensor cores as hi + lo 16-bit parts
 // (two mma per tile), which keeps ~16 of their mantissa bits instead of the 8 one bf16 rounding would.
@@ -57,11 +60,13 @@ __device__ __forceinline__ HeadToken by_len(int row, const ShortArgs& a) {
     return {head, row - head * a.seq_len};
 }
 
-template <int N>
+// READ_ONLY: through the non-coherent cache, for global data no kernel writes (the RoPE tables).
+template <int N, bool READ_ONLY = false>
 __device__ __forceinline__ void load_f32(const float* p, float (&out)[N]) {
 #pragma unroll
     for (int i = 0; i < N; i += 4) {
-        const float4 v = *reinterpret_cast<const float4*>(p + i);
+        const float4* q = reinterpret_cast<const float4*>(p + i);
+        const float4 v = READ_ONLY ? __ldg(q) : *q;
         out[i] = v.x;
         out[i + 1] = v.y;
         out[i + 2] = v.z;
@@ -77,16 +82,16 @@ __device__ __forceinline__ void store_f32(float* p, const float (&in)[N]) {
 
 // Rotates VEC rotate-half pairs (x1 at dims e.., x2 at e + D/2..) by one table row, rounded to T like
 // apply_rope's result. Products are rounded on their own (no fused multiply-add), as the reference's
-// fp32 expression is.
-template <typename T, int D, int VEC>
+// fp32 expression is. READ_ONLY as load_f32's.
+template <typename T, int D, int VEC, bool READ_ONLY = false>
 __device__ __forceinline__ void rotate_pairs(float (&x1)[VEC], float (&x2)[VEC], const float* cos_row,
                                              const float* sin_row, int e) {
     constexpr int HALF = D / 2;
     float c1[VEC], s1[VEC], c2[VEC], s2[VEC];
-    load_f32<VEC>(cos_row + e, c1);
-    load_f32<VEC>(sin_row + e, s1);
-    load_f32<VEC>(cos_row + e + HALF, c2);
-    load_f32<VEC>(sin_row + e + HALF, s2);
+    load_f32<VEC, READ_ONLY>(cos_row + e, c1);
+    load_f32<VEC, READ_ONLY>(sin_row + e, s1);
+    load_f32<VEC, READ_ONLY>(cos_row + e + HALF, c2);
+    load_f32<VEC, READ_ONLY>(sin_row + e + HALF, s2);
 #pragma unroll
     for (int i = 0; i < VEC; ++i) {
         const float y1 = __fadd_rn(__fmul_rn(x1[i], c1[i]), __fmul_rn(-x2[i], s1[i]));
@@ -272,8 +277,12 @@ int launch_for_length(const ShortArgs& a, int64_t sequences, cudaStream_t stream
 // ---- Tensor-core kernel (bf16 / fp16) ----
 
 constexpr int kMmaWarps = 8;  // one query tile each: a LocDiT group (8 heads x 11 tokens) is 6 tiles
-constexpr int kMmaThreads = kMmaWarps * 32;
+constexpr int kMmaMinWarps = 4;  // a block of fewer tiles still stages with 4 warps: a shorter serial chain
 constexpr int kTile = 16;  // query rows per warp tile (the mma's M)
+// Pairs of 16-byte row pieces a thread loads before it stores any while staging: 3 measured best on an
+// H200 at 128 and 512 sequences of 11 tokens (a 6-warp block's rows in two round trips), 2 and 4 a
+// few percent behind.
+constexpr int kStageBatch = 3;
 
 // Four 8x8 16-bit matrices from shared memory; lanes 8i..8i+7 give the row addresses of matrix i.
 __device__ __forceinline__ void ldmatrix_x4(uint32_t (&r)[4], const void* row) {
@@ -322,8 +331,10 @@ __device__ __forceinline__ void wait_async_copies() {
 // element (row, col) sits in c[0..1] at (g, 2q..2q+1) and c[2..3] at (g + 8, 2q..2q+1); the A
 // fragment of a 16x16 tile is a[0]: (g, 2q..), a[1]: (g + 8, 2q..), a[2]: (g, 2q + 8..), a[3]:
 // (g + 8, 2q + 8..), so two neighbouring accumulator tiles of P are the A fragment of one k-step.
+// At most 96 registers: a multiprocessor's register file is four quadrants of 16K, each warp in one,
+// so 6-warp blocks fit 3 to a multiprocessor (5 warps a quadrant) at <= 96 and only 2 at 98.
 template <typename T, int D, int TPAD>
-__global__ void __launch_bounds__(kMmaThreads) short_attention_mma_kernel(ShortArgs a) {
+__global__ void __maxnreg__(96) short_attention_mma_kernel(ShortArgs a) {
     constexpr int VEC = 8;                // 16-bit elements per 16-byte access
     constexpr int HALF = D / 2;
     constexpr int PAIR_VECS = HALF / VEC;
@@ -344,66 +355,90 @@ __global__ void __launch_bounds__(kMmaThreads) short_attention_mma_kernel(ShortA
     const int chunks = (tiles + a.tiles_per_block - 1) / a.tiles_per_block;
     const int kv_head = blockIdx.y / chunks;
     const int tile0 = (blockIdx.y - kv_head * chunks) * a.tiles_per_block;
-    const int block_tiles = min(a.tiles_per_block, tiles - tile0);  // <= kMmaWarps: one per warp
+    const int block_tiles = min(a.tiles_per_block, tiles - tile0);  // <= the block's warps: one per warp
     const int64_t seq = blockIdx.x;
     const int64_t width = static_cast<int64_t>(a.q_heads + 2 * a.kv_heads) * D;
     const T* rows = static_cast<const T*>(a.qkv) + seq * L * width;
     const bool rotate = a.cos != nullptr;
 
     extern __shared__ float4 shared_raw[];
-    T* ks = reinterpret_cast<T*>(shared_raw);  // [TPAD][LD] keys, rotated in place
+    T* ks = reinterpret_cast<T*>(shared_raw);  // [TPAD][LD] rotated keys
     T* vs = ks + TPAD * LD;                    // [TPAD][LD] values
-    T* qs = vs + TPAD * LD;                    // [tiles_per_block * 16][LD] query rows, later output rows
-    float* cos_s = reinterpret_cast<float*>(qs + a.tiles_per_block * kTile * LD);  // [L][D] when rotating
-    float* sin_s = cos_s + L * D;
+    T* qs = vs + TPAD * LD;                    // [tiles_per_block * 16][LD] rotated query rows, later output rows
 
-    // Every global read of the block in one burst of asynchronous copies (a single memory round trip
-    // on the critical path). Key / value rows past the sequence are zero (probability 0 times 0).
+    // V by asynchronous copies, in flight while the rotated rows below are staged. Key / value rows past
+    // the sequence are zero (probability 0 times 0).
     const T* k_src = rows + static_cast<int64_t>(a.q_heads + kv_head) * D;
     const T* v_src = rows + static_cast<int64_t>(a.q_heads + a.kv_heads + kv_head) * D;
-    for (int i = threadIdx.x; i < TPAD * ROW_VECS; i += kMmaThreads) {
+    for (int i = threadIdx.x; i < TPAD * ROW_VECS; i += blockDim.x) {
         const int t = i / ROW_VECS;
         const int e = (i - t * ROW_VECS) * VEC;
         if (t < L) {
-            copy_async16(ks + t * LD + e, k_src + t * width + e);
             copy_async16(vs + t * LD + e, v_src + t * width + e);
         } else {
             *reinterpret_cast<uint4*>(ks + t * LD + e) = make_uint4(0u, 0u, 0u, 0u);
             *reinterpret_cast<uint4*>(vs + t * LD + e) = make_uint4(0u, 0u, 0u, 0u);
         }
     }
-    // Query rows (head-major, token-minor within the group); rows past the group repeat its last row
-    // and are never stored.
-    for (int i = threadIdx.x; i < block_tiles * kTile * ROW_VECS; i += kMmaThreads) {
-        const int r = i / ROW_VECS;
-        const int e = (i - r * ROW_VECS) * VEC;
-        const HeadToken q = by_len(min(tile0 * kTile + r, group_rows - 1), a);
-        copy_async16(qs + r * LD + e, rows + q.token * width + static_cast<int64_t>(kv_head * group + q.head) * D + e);
-    }
-    if (rotate) {
-        for (int i = threadIdx.x; i < L * D / 4; i += kMmaThreads) {
-            copy_async16(cos_s + 4 * i, a.cos + 4 * i);
-            copy_async16(sin_s + 4 * i, a.sin + 4 * i);
+
+    // Key rows [0, L), then the query rows (head-major, token-minor within the group; rows past the
+    // group repeat its last row and are never stored), each rotated by its token's table row on its way
+    // to shared memory. A thread loads kStageBatch pairs of 16-byte vectors before it stores any, so
+    // their memory round trips overlap instead of queueing one behind the other.
+    struct Staged {
+        const T* src;
+        T* dst;
+        int token;
+    };
+    const auto staged = [&](int r) -> Staged {
+        if (r < L) return {k_src + r * width, ks + r * LD, r};
+        const HeadToken q = by_len(min(tile0 * kTile + r - L, group_rows - 1), a);
+        return {rows + q.token * width + static_cast<int64_t>(kv_head * group + q.head) * D, qs + (r - L) * LD,
+                q.token};
+    };
+    const int items = (L + block_tiles * kTile) * PAIR_VECS;
+    const auto stage = [&](auto rotating) {
+        for (int i0 = threadIdx.x; i0 < items; i0 += kStageBatch * blockDim.x) {
+            uint4 x[kStageBatch][2];
+#pragma unroll
+            for (int b = 0; b < kStageBatch; ++b) {
+                const int i = i0 + b * blockDim.x;
+                if (i < items) {
+                    const int r = i / PAIR_VECS;
+                    const T* src = staged(r).src + (i - r * PAIR_VECS) * VEC;
+                    x[b][0] = __ldcg(reinterpret_cast<const uint4*>(src));  // L2 only, as cp.async.cg
+                    x[b][1] = __ldcg(reinterpret_cast<const uint4*>(src + HALF));
+                }
+            }
+#pragma unroll
+            for (int b = 0; b < kStageBatch; ++b) {
+                const int i = i0 + b * blockDim.x;
+                if (i < items) {
+                    const int r = i / PAIR_VECS;
+                    const int e = (i - r * PAIR_VECS) * VEC;
+                    const Staged row = staged(r);
+                    if constexpr (decltype(rotating)::value) {
+                        float x1[VEC], x2[VEC];
+                        load_vec<T, VEC>(reinterpret_cast<const T*>(&x[b][0]), x1);
+                        load_vec<T, VEC>(reinterpret_cast<const T*>(&x[b][1]), x2);
+                        rotate_pairs<T, D, VEC, true>(x1, x2, a.cos + row.token * D, a.sin + row.token * D, e);
+                        store_vec<T, VEC>(row.dst + e, x1);
+                        store_vec<T, VEC>(row.dst + e + HALF, x2);
+                    } else {
+                        *reinterpret_cast<uint4*>(row.dst + e) = x[b][0];
+                        *reinterpret_cast<uint4*>(row.dst + e + HALF) = x[b][1];
+                    }
+                }
+            }
         }
+    };
+    if (rotate) {
+        stage(std::true_type{});
+    } else {
+        stage(std::false_type{});
     }
     wait_async_copies();
-    __syncthreads();
-
-    if (rotate) {  // keys rows [0, L), then the query rows, each rotated by its token's table row
-        for (int i = threadIdx.x; i < (L + block_tiles * kTile) * PAIR_VECS; i += kMmaThreads) {
-            const int r = i / PAIR_VECS;
-            const int e = (i - r * PAIR_VECS) * VEC;
-            const int t = r < L ? r : by_len(min(tile0 * kTile + r - L, group_rows - 1), a).token;
-            T* x = r < L ? ks + r * LD : qs + (r - L) * LD;
-            float x1[VEC], x2[VEC];
-            load_vec<T, VEC>(x + e, x1);
-            load_vec<T, VEC>(x + e + HALF, x2);
-            rotate_pairs<T, D, VEC>(x1, x2, cos_s + t * D, sin_s + t * D, e);
-            store_vec<T, VEC>(x + e, x1);
-            store_vec<T, VEC>(x + e + HALF, x2);
-        }
-        __syncthreads();
-    }
+    __syncthreads();  // the block's only barrier: the warps without a tile may leave after it
     if (warp >= block_tiles) return;
 
     const int tile = tile0 + warp;
@@ -511,15 +546,14 @@ __global__ void __launch_bounds__(kMmaThreads) short_attention_mma_kernel(ShortA
     }
 }
 
-size_t mma_shared_bytes(int head_dim, int tpad, int tiles_per_block, int seq_len, bool rotate) {
+size_t mma_shared_bytes(int head_dim, int tpad, int tiles_per_block) {
     const size_t ld = static_cast<size_t>(head_dim) + 8;
-    const size_t tables = rotate ? 2 * sizeof(float) * static_cast<size_t>(seq_len) * head_dim : 0;
-    return (2 * static_cast<size_t>(tpad) + static_cast<size_t>(kTile) * tiles_per_block) * ld * 2 + tables;
+    return (2 * static_cast<size_t>(tpad) + static_cast<size_t>(kTile) * tiles_per_block) * ld * 2;
 }
 
 template <typename T, int D, int TPAD>
-int launch_mma(const ShortArgs& a, int64_t sequences, int chunks, cudaStream_t stream) {
-    const size_t bytes = mma_shared_bytes(D, TPAD, a.tiles_per_block, a.seq_len, a.cos != nullptr);
+int launch_mma(const ShortArgs& a, int64_t sequences, int chunks, int warps, cudaStream_t stream) {
+    const size_t bytes = mma_shared_bytes(D, TPAD, a.tiles_per_block);
     if (bytes > 48 * 1024) {  // opt in above the default limit (a host-side setting, fine during capture)
         const int err = static_cast<int>(cudaFuncSetAttribute(short_attention_mma_kernel<T, D, TPAD>,
                                                               cudaFuncAttributeMaxDynamicSharedMemorySize,
@@ -527,20 +561,21 @@ int launch_mma(const ShortArgs& a, int64_t sequences, int chunks, cudaStream_t s
         if (err != 0) return err;
     }
     const dim3 grid(static_cast<unsigned>(sequences), a.kv_heads * chunks);
-    return launch_kernel(short_attention_mma_kernel<T, D, TPAD>, grid, dim3(kMmaThreads), bytes, stream, a);
+    return launch_kernel(short_attention_mma_kernel<T, D, TPAD>, grid, dim3(32 * warps), bytes, stream, a);
 }
 
 template <typename T>
-int launch_mma_for_shape(const ShortArgs& a, int64_t sequences, int head_dim, int chunks, cudaStream_t stream) {
+int launch_mma_for_shape(const ShortArgs& a, int64_t sequences, int head_dim, int chunks, int warps,
+                         cudaStream_t stream) {
     if (head_dim == 64)
-        return a.seq_len <= 16 ? launch_mma<T, 64, 16>(a, sequences, chunks, stream)
-                               : launch_mma<T, 64, 32>(a, sequences, chunks, stream);
-    return a.seq_len <= 16 ? launch_mma<T, 128, 16>(a, sequences, chunks, stream)
-                           : launch_mma<T, 128, 32>(a, sequences, chunks, stream);
+        return a.seq_len <= 16 ? launch_mma<T, 64, 16>(a, sequences, chunks, warps, stream)
+                               : launch_mma<T, 64, 32>(a, sequences, chunks, warps, stream);
+    return a.seq_len <= 16 ? launch_mma<T, 128, 16>(a, sequences, chunks, warps, stream)
+                           : launch_mma<T, 128, 32>(a, sequences, chunks, warps, stream);
 }
 
 // Query tiles per block: a KV head's whole group when that still puts a block on every
-// multiprocessor (K, V and the tables staged once for all its tiles), else the group split into
+// multiprocessor (K and V staged once for all its tiles), else the group split into
 // more chunks; never more tiles than warps.
 int tiles_per_block(int64_t sequences, int q_heads, int kv_heads, int seq_len, int sms) {
     const int tiles = ((q_heads / kv_heads) * seq_len + kTile - 1) / kTile;
@@ -549,6 +584,15 @@ int tiles_per_block(int64_t sequences, int q_heads, int kv_heads, int seq_len, i
         if (sequences * kv_heads * ((tiles + per - 1) / per) >= sms) return per;
     }
     return 1;
+}
+
+// Warps of a tensor-core block. A grid of more than two blocks per multiprocessor gets one warp per
+// tile (at least kMmaMinWarps, for the staging): 3 blocks of 6 warps then share a multiprocessor where
+// 2 of 8 would. A smaller grid keeps 8 warps: on an H200 its smaller blocks measured slower behind
+// another kernel under programmatic dependent launch (64-256 sequences of 11 tokens), as if the
+// blocks started early packed onto the multiprocessors the previous kernel left free.
+int mma_warps(int64_t blocks, int tiles_per_block, int sms) {
+    return blocks > 2 * static_cast<int64_t>(sms) ? std::max(tiles_per_block, kMmaMinWarps) : kMmaWarps;
 }
 
 // Query heads per block: the whole group sharing a KV head (K/V staged once for all of them) unless
@@ -600,11 +644,12 @@ extern "C" int voxcpm_short_attention(const void* qkv, const float* cos, const f
     const int tiles = ((q_heads / kv_heads) * seq_len + kTile - 1) / kTile;
     const int chunks = (tiles + a.tiles_per_block - 1) / a.tiles_per_block;
     if (static_cast<int64_t>(kv_heads) * chunks > 65535) return VOXCPM_ERROR_INVALID_ARGUMENT;
+    const int warps = mma_warps(sequences * kv_heads * chunks, a.tiles_per_block, sms);
     auto s = static_cast<cudaStream_t>(stream);
     return dispatch_dtype(dtype, [&](auto tag) {
         using T = decltype(tag);
         if constexpr (!std::is_same_v<T, float>) {
-            if (major >= 8) return launch_mma_for_shape<T>(a, sequences, head_dim, chunks, s);
+            if (major >= 8) return launch_mma_for_shape<T>(a, sequences, head_dim, chunks, warps, s);
         }
         if (head_dim == 64) return launch_for_length<T, 64>(a, sequences, s);
         return launch_for_length<T, 128>(a, sequences, s);
