@@ -19,6 +19,7 @@
 // d from shared memory, no shuffles); for the output it owns every TP-th vector of the row.
 #include <math.h>
 
+#include <algorithm>
 #include <type_traits>
 
 #include "common.cuh"
@@ -333,8 +334,15 @@ __device__ __forceinline__ void wait_async_copies() {
 // (g + 8, 2q + 8..), so two neighbouring accumulator tiles of P are the A fragment of one k-step.
 // At most 96 registers: a multiprocessor's register file is four quadrants of 16K, each warp in one,
 // so 6-warp blocks fit 3 to a multiprocessor (5 warps a quadrant) at <= 96 and only 2 at 98.
+// __maxnreg__ needs nvcc 12.4; older compilers get the previous bound (up to 8 warps per block).
+#if defined(__CUDACC_VER_MAJOR__) && \
+    (__CUDACC_VER_MAJOR__ > 12 || (__CUDACC_VER_MAJOR__ == 12 && __CUDACC_VER_MINOR__ >= 4))
+#define VOXCPM_SHORT_ATTENTION_BOUNDS __maxnreg__(96)
+#else
+#define VOXCPM_SHORT_ATTENTION_BOUNDS __launch_bounds__(kMmaWarps * 32)
+#endif
 template <typename T, int D, int TPAD>
-__global__ void __maxnreg__(96) short_attention_mma_kernel(ShortArgs a) {
+__global__ void VOXCPM_SHORT_ATTENTION_BOUNDS short_attention_mma_kernel(ShortArgs a) {
     constexpr int VEC = 8;                // 16-bit elements per 16-byte access
     constexpr int HALF = D / 2;
     constexpr int PAIR_VECS = HALF / VEC;
