@@ -20,6 +20,8 @@ import urllib.request
 from dataclasses import dataclass
 from pathlib import Path
 
+from perf.triton_metrics import fetch
+
 REPO = Path(__file__).resolve().parents[2]
 LAUNCHER = REPO / "build" / "tritonserver.sh"
 SETUP_VENV = REPO / "build" / "out" / "venv"
@@ -106,8 +108,7 @@ class TritonServer:
         return self.log_path.read_text(errors="replace")
 
     def metrics(self) -> str:
-        with urllib.request.urlopen(f"http://127.0.0.1:{self.metrics_port}/metrics", timeout=10) as reply:
-            return reply.read().decode()
+        return fetch(f"http://127.0.0.1:{self.metrics_port}/metrics")
 
     def metric(self, name: str, **labels: str) -> float:
         """Sum of the samples of `name` whose labels include `labels`."""
