@@ -1,5 +1,5 @@
-"""Times WindowedVocoder.decode of B full-length windows (6 patches of a full-size VoxCPM2-shaped
-random AudioVAE) on the GPU, per batch size and per mode:
+"""Times WindowedVocoder.decode of B full-context windows (5 patches of context + k new ones of a
+full-size VoxCPM2-shaped random AudioVAE) on the GPU, per batch size and per mode:
 
   fp32_whole   float32, every layer over the whole window, eager (the vocoder before this work)
   fp32         float32, each layer trimmed to the new patch's receptive field, eager
@@ -13,10 +13,10 @@ random AudioVAE) on the GPU, per batch size and per mode:
 Every mode but the *_plain ones runs the fast layers (the CUDA default, see WindowedVocoder).
 Time = `decode(windows)` end to end (numpy in, host upload, decoder, one host copy per call),
 measured with CUDA events around the call; median over --iters after --warmup calls (>= 1 with
-graphs: the first call of a bucket captures). Audio s/s =
-B * 0.16 s / time (each window yields one 160 ms patch at 48 kHz). TF32 stays at torch's defaults.
+graphs: the first call of a bucket captures). Audio s/s = B * k * 0.16 s / time (each window yields
+k = --new-patches 160 ms patches at 48 kHz). TF32 stays at torch's defaults.
 
-Usage: python perf/profile_vocoder.py --out DIR/profile_vocoder.json [--batches 1,16,64,256]
+Usage: python perf/profile_vocoder.py --out DIR/profile_vocoder.json [--batches 1,16,64,256] [--new-patches 1,2,4]
        [--modes fp32_whole,fp32,bf16_eager,bf16,bf16_ops] [--iters 5] [--warmup 2] [--profile-batches 256]
 Prints a Markdown table; writes the JSON (and the table beside it as .md) after every measurement.
 --profile-batches: for each mode and each of these batch sizes, DIR/profile_vocoder_ops.txt gets a
@@ -65,14 +65,16 @@ MODES = {
 DEFAULT_MODES = ("fp32_whole", "fp32", "bf16_eager", "bf16", "bf16_ops")
 
 
-def _time_decode(vocoder: WindowedVocoder, windows: list[np.ndarray], warmup: int, iters: int) -> list[float]:
+def _time_decode(vocoder: WindowedVocoder, windows: list[np.ndarray], warmup: int, iters: int,
+                 new: int = 1) -> list[float]:
+    news = [new] * len(windows)
     for _ in range(warmup):
-        vocoder.decode(windows)
+        vocoder.decode(windows, news)
     times = []
     for _ in range(iters):
         start, end = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
         start.record()
-        vocoder.decode(windows)  # ends with a host copy, so the device is idle after it
+        vocoder.decode(windows, news)  # ends with a host copy, so the device is idle after it
         end.record()
         end.synchronize()
         times.append(start.elapsed_time(end))
@@ -154,10 +156,11 @@ def _layer_table(vocoder: WindowedVocoder, windows: list[np.ndarray]) -> str:
 
 
 def _table(rows: list[dict]) -> str:
-    lines = ["| mode | B | decode ms | ms / window | audio s/s |", "|---|---|---|---|---|"]
+    lines = ["| mode | B | new patches | decode ms | ms / patch | audio s/s |", "|---|---|---|---|---|---|"]
     for row in rows:
-        lines.append(f"| {row['mode']} | {row['batch']} | {row['median_ms']:.2f} | "
-                     f"{row['median_ms'] / row['batch']:.3f} | {row['audio_s_per_s']:.0f} |")
+        patches = row["batch"] * row["new_patches"]
+        lines.append(f"| {row['mode']} | {row['batch']} | {row['new_patches']} | {row['median_ms']:.2f} | "
+                     f"{row['median_ms'] / patches:.3f} | {row['audio_s_per_s']:.0f} |")
     return "\n".join(lines)
 
 
@@ -169,6 +172,9 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--iters", type=int, default=5)
     parser.add_argument("--warmup", type=int, default=2)
     parser.add_argument("--profile-batches", default="", help="batch sizes to write profiler tables for")
+    parser.add_argument("--new-patches", default="1",
+                        help="new patches per window (chunks.py), each timed at every batch size; "
+                             "windows then hold the full context plus them")
     args = parser.parse_args(argv)
     if not torch.cuda.is_available():
         print("profile_vocoder needs a CUDA GPU", file=sys.stderr)
@@ -176,9 +182,11 @@ def main(argv: list[str] | None = None) -> int:
     batches = [int(b) for b in args.batches.split(",")]
     profiled = {int(b) for b in args.profile_batches.split(",") if b}
     modes = args.modes.split(",")
+    news = [int(n) for n in args.new_patches.split(",")]
     unknown = [m for m in modes if m not in MODES]
-    if unknown or args.iters < 1 or args.warmup < 0 or min(batches) < 1:
-        parser.error(f"--modes from {sorted(MODES)} (got {unknown}), --iters >= 1, --warmup >= 0, batches >= 1")
+    if unknown or args.iters < 1 or args.warmup < 0 or min(batches) < 1 or min(news) < 1:
+        parser.error(f"--modes from {sorted(MODES)} (got {unknown}), --iters >= 1, --warmup >= 0, "
+                     "batches and new patches >= 1")
 
     started = time.perf_counter()
     config = config_dict("voxcpm2", "full")
@@ -193,17 +201,21 @@ def main(argv: list[str] | None = None) -> int:
         ops_file.write_text("")
     rows: list[dict] = []
     for mode in modes:
+        built = time.perf_counter()
         vocoder = WindowedVocoder(vae, PATCH_SIZE, **MODES[mode])
+        graphs = 0 if vocoder.graphs is None else len(vocoder.graphs.captured)
+        print(f"{mode}: built in {time.perf_counter() - built:.1f} s ({graphs} CUDA graphs)", flush=True)
         seconds_per_window = vocoder.samples_per_patch / vocoder.sample_rate
-        for batch in batches:
-            windows = [(0.5 * rng.standard_normal((vocoder.window_patches, PATCH_SIZE, vae.latent_dim)))
+        for batch, new in [(batch, new) for new in news for batch in batches]:
+            length = vocoder.window_patches - 1 + new
+            windows = [(0.5 * rng.standard_normal((length, PATCH_SIZE, vae.latent_dim)))
                        .astype(np.float32) for _ in range(batch)]
-            times = _time_decode(vocoder, windows, args.warmup, args.iters)
+            times = _time_decode(vocoder, windows, args.warmup, args.iters, new)
             median = statistics.median(times)
-            rows.append({"mode": mode, "batch": batch, "median_ms": median, "times_ms": times,
-                         "audio_s_per_s": batch * seconds_per_window / (median / 1e3)})
-            print(f"{mode} B={batch}: {median:.2f} ms", flush=True)
-            if batch in profiled:
+            rows.append({"mode": mode, "batch": batch, "new_patches": new, "median_ms": median, "times_ms": times,
+                         "audio_s_per_s": batch * new * seconds_per_window / (median / 1e3)})
+            print(f"{mode} B={batch} new={new}: {median:.2f} ms", flush=True)
+            if batch in profiled and new == news[0]:
                 with ops_file.open("a") as handle:
                     handle.write(f"### {mode} B={batch} (3 decode calls)\n{_profile(vocoder, windows, 3)}\n\n")
                     handle.write(f"### {mode} B={batch} per layer\n{_layer_table(vocoder, windows)}\n\n")

@@ -71,7 +71,7 @@ def test_graphed_decode_equals_eager(gpu_vocoder: WindowedVocoder) -> None:
     assert eager.graphs is None and gpu_vocoder.graphs is not None
     windows = [patches(gpu_vocoder.window_patches, seed=20 + i) for i in range(3)]  # bucket 4, one padding row
     graphed = gpu_vocoder.decode(windows)
-    assert gpu_vocoder.graphs.failure is None and (gpu_vocoder.window_patches, 4) in gpu_vocoder.graphs.captured
+    assert gpu_vocoder.graphs.failure is None and (gpu_vocoder.window_patches, 1, 4) in gpu_vocoder.graphs.captured
     for a, b in zip(graphed, eager.decode(windows)):
         assert np.abs(a - b).max() <= FP32_TOLERANCE
 
@@ -83,9 +83,25 @@ def test_short_windows_replay_graphs_equal_to_eager(gpu_vocoder: WindowedVocoder
     windows = [patches(1, seed=40), patches(2, seed=41), patches(2, seed=42), patches(full, seed=43)]
     graphed = gpu_vocoder.decode(windows)
     captured = gpu_vocoder.graphs.captured
-    assert gpu_vocoder.graphs.failure is None and {(1, 1), (2, 2), (full - 1, 256), (full, 256)} <= set(captured)
+    assert gpu_vocoder.graphs.failure is None
+    assert {(1, 1, 1), (2, 1, 2), (full - 1, 1, 256), (full, 1, 256)} <= set(captured)
     assert gpu_vocoder.graphs.get(1, full + 1) is None and gpu_vocoder.graphs.get(257, 1) is None
     for a, b in zip(graphed, eager.decode(windows)):
+        assert np.abs(a - b).max() <= FP32_TOLERANCE
+
+
+def test_multi_patch_windows_replay_graphs_equal_to_eager(gpu_vocoder: WindowedVocoder) -> None:
+    """Windows carrying 2-4 new patches (chunks.PatchChunker under load) replay their own graphs."""
+    eager = WindowedVocoder(gpu_vocoder.audio_vae, PATCH_SIZE, dtype=torch.float32, cuda_graphs=False)
+    full = gpu_vocoder.window_patches
+    shapes = [(3, 2), (full + 1, 2), (7, 4), (full + 3, 4), (full + 2, 3)]
+    windows = [patches(length, seed=60 + i) for i, (length, _) in enumerate(shapes)]
+    news = [new for _, new in shapes]
+    graphed = gpu_vocoder.decode(windows, news)
+    captured = set(gpu_vocoder.graphs.captured)
+    assert gpu_vocoder.graphs.failure is None and {(length, new, 1) for length, new in shapes} <= captured
+    for a, b, new in zip(graphed, eager.decode(windows, news), news):
+        assert a.shape == (new * gpu_vocoder.samples_per_patch,)
         assert np.abs(a - b).max() <= FP32_TOLERANCE
 
 

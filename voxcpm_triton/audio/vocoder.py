@@ -21,6 +21,7 @@ import torch
 from torch import nn
 
 from voxcpm_triton.audio.audio_vae import AudioVAE
+from voxcpm_triton.audio.chunks import DEFAULT_MAX_NEW, window_shapes
 from voxcpm_triton.audio.vocoder_graphs import DecodeGraphs
 from voxcpm_triton.audio.vae_layers import (
     CausalConv1d,
@@ -123,15 +124,16 @@ def window_patches(audio_vae: AudioVAE, patch_size: int) -> int:
 
 
 class WindowedVocoder:
-    """decode(windows) -> PCM of each window's last patch; windows are [n, P, D] latent patches,
-    the new patch last, 1 <= n <= window_patches.
+    """decode(windows, new_patches) -> PCM of each window's last k patches; windows are [n, P, D]
+    latent patches, the k new ones last, k <= n <= window_patches - 1 + k (k = 1 unless given).
 
     On CUDA (by default) the decoder runs from its own copy in `dtype` (bfloat16 unless
     VOXCPM_VOCODER_DTYPE=float32), and each layer's input is trimmed to the history the remaining
     layers read (`trim`): a full window is 6 patches but only the last one's samples are kept, so
     the late, high-rate layers would otherwise spend ~5/6 of their work on discarded samples.
-    On CUDA each window length replays a CUDA graph per batch bucket (vocoder_graphs.py, all
-    captured here) unless `cuda_graphs` is False or VOXCPM_CUDA_GRAPHS=0. With `custom_ops` (default:
+    On CUDA each window shape that chunks.PatchChunker makes with up to `max_new_patches` new
+    patches replays a CUDA graph per batch bucket (vocoder_graphs.py, all captured here) unless
+    `cuda_graphs` is False or VOXCPM_CUDA_GRAPHS=0; other shapes decode eagerly. With `custom_ops` (default:
     on unless VOXCPM_CUSTOM_OPS=0) the CUDA copy's Snake activations run the fused snake op (a
     private copy is then made in float32 too). The CPU path decodes the whole window in float32
     through `audio_vae` unchanged.
@@ -145,7 +147,8 @@ class WindowedVocoder:
 
     def __init__(self, audio_vae: AudioVAE, patch_size: int, dtype: torch.dtype | None = None,
                  trim: bool | None = None, cuda_graphs: bool | None = None,
-                 custom_ops: bool | None = None, fast_layers: bool | None = None) -> None:
+                 custom_ops: bool | None = None, fast_layers: bool | None = None,
+                 max_new_patches: int = DEFAULT_MAX_NEW) -> None:
         if patch_size < 1:
             raise ValueError(f"patch_size={patch_size}; must be >= 1")
         self.audio_vae = audio_vae
@@ -193,24 +196,28 @@ class WindowedVocoder:
         if cuda_graphs is None:
             cuda_graphs = os.environ.get("VOXCPM_CUDA_GRAPHS", "1") != "0"
         if device.type == "cuda" and self.trim and cuda_graphs:
-            self.graphs = DecodeGraphs(self._decode_trimmed, audio_vae.latent_dim, patch_size, self.window_patches,
-                                       self.dtype, device)
+            shapes = window_shapes(self.window_patches, max_new_patches)
+            self.graphs = DecodeGraphs(self._decode_trimmed, audio_vae.latent_dim, patch_size, shapes, self.dtype,
+                                       device)
             with torch.inference_mode():
                 self.graphs.warm_up()
         self._graph_lock = threading.Lock()  # graphs share static buffers: one replay at a time
 
-    def _check(self, index: int, window: torch.Tensor) -> None:
+    def _check(self, index: int, window: torch.Tensor, new: int) -> None:
         shape = tuple(window.shape)
         if window.ndim != 3 or shape[1:] != (self.patch_size, self.audio_vae.latent_dim):
             raise ValueError(
                 f"windows[{index}] shape {shape}; expected [n, {self.patch_size}, {self.audio_vae.latent_dim}]"
             )
-        if not 1 <= shape[0] <= self.window_patches:
-            raise ValueError(f"windows[{index}] has {shape[0]} patches; allowed 1..{self.window_patches}")
+        if new < 1:
+            raise ValueError(f"new_patches[{index}] = {new}; must be >= 1")
+        if not new <= shape[0] <= self.window_patches - 1 + new:
+            raise ValueError(f"windows[{index}] has {shape[0]} patches for {new} new; "
+                             f"allowed {new}..{self.window_patches - 1 + new}")
 
-    def _decode_trimmed(self, latents: torch.Tensor) -> torch.Tensor:
-        """Decoder.forward over [B, D, frames] keeping, before each layer, only the samples the new
-        patch's output depends on -> [B, samples_per_patch] (float32 with fast_layers)."""
+    def _decode_trimmed(self, latents: torch.Tensor, new: int = 1) -> torch.Tensor:
+        """Decoder.forward over [B, D, frames] keeping, before each layer, only the samples the `new`
+        last patches' output depends on -> [B, new * samples_per_patch] (float32 with fast_layers)."""
         decoder = self.decoder
         conditions = decoder.sr_cond_model
         bucket = None
@@ -220,7 +227,7 @@ class WindowedVocoder:
         x = latents
         for index, layer in enumerate(decoder.model):
             scale, history = self._plan[index]
-            needed = self.patch_size * scale + history
+            needed = self.patch_size * new * scale + history
             keep = _round_up(needed, ALIGN_SAMPLES) if self.fast_layers else needed
             if x.shape[-1] > keep:
                 x = x[..., -keep:]
@@ -235,7 +242,7 @@ class WindowedVocoder:
                 x = layer.forward_unpadded_mono(x) if mono else layer.forward_unpadded(x)
             else:
                 x = layer(x)
-        audio = x[:, 0, -self.samples_per_patch :]
+        audio = x[:, 0, -new * self.samples_per_patch :]
         return audio.float().contiguous() if self.fast_layers else audio
 
     def _to_host(self, audio: torch.Tensor) -> np.ndarray:
@@ -246,44 +253,49 @@ class WindowedVocoder:
             return audio.float().cpu().numpy()
         audio = audio.float()
         with self._staging_lock:
-            rows = audio.shape[0]
-            if self._staging is None or self._staging.shape[0] < rows:
-                capacity = 1 << (rows - 1).bit_length()  # grows by powers of two: few pinned allocations
-                self._staging = torch.empty((capacity, audio.shape[1]), dtype=torch.float32, pin_memory=True)
-            staging = self._staging[:rows]
+            size = audio.numel()  # windows of k new patches are k patches wide: one flat buffer for all
+            if self._staging is None or self._staging.numel() < size:
+                capacity = 1 << (size - 1).bit_length()  # grows by powers of two: few pinned allocations
+                self._staging = torch.empty(capacity, dtype=torch.float32, pin_memory=True)
+            staging = self._staging[:size].view(audio.shape)
             staging.copy_(audio, non_blocking=True)
             torch.cuda.current_stream(audio.device).synchronize()
             return staging.numpy().copy()
 
     @torch.inference_mode()
-    def decode(self, windows: Sequence[np.ndarray | torch.Tensor]) -> list[np.ndarray]:
+    def decode(self, windows: Sequence[np.ndarray | torch.Tensor],
+               new_patches: Sequence[int] | None = None) -> list[np.ndarray]:
         tensors = [torch.as_tensor(w, dtype=torch.float32) for w in windows]
-        for index, window in enumerate(tensors):
-            self._check(index, window)
+        news = [1] * len(tensors) if new_patches is None else [int(n) for n in new_patches]
+        if len(news) != len(tensors):
+            raise ValueError(f"{len(news)} new_patches for {len(tensors)} windows")
+        for index, (window, new) in enumerate(zip(tensors, news)):
+            self._check(index, window, new)
         outputs: list[np.ndarray | None] = [None] * len(tensors)
-        by_length: dict[int, list[int]] = {}
-        for index, window in enumerate(tensors):
-            by_length.setdefault(window.shape[0], []).append(index)
-        # One decoder call per distinct window length: streams past their start all share the
-        # full length, so a dynamic batch is mostly one call.
+        by_shape: dict[tuple[int, int], list[int]] = {}
+        for index, (window, new) in enumerate(zip(tensors, news)):
+            by_shape.setdefault((window.shape[0], new), []).append(index)
+        # One decoder call per distinct (length, new patches): streams past their start mostly
+        # share one shape, so a dynamic batch is mostly one call.
         batches = {}
-        for length, indices in by_length.items():
-            batches[length] = torch.stack([tensors[i] for i in indices])
+        for shape, indices in by_shape.items():
+            batches[shape] = torch.stack([tensors[i] for i in indices])
             # One finiteness check per group (not per window: ~10 us each at 256 windows a call).
-            if not torch.isfinite(batches[length]).all():
+            if not torch.isfinite(batches[shape]).all():
                 bad = next(i for i in indices if not torch.isfinite(tensors[i]).all())
                 raise ValueError(f"windows[{bad}] holds non-finite values")
-        for length, indices in by_length.items():
-            batch = batches[length].to(self.device, self.dtype)
+        for (length, new), indices in by_shape.items():
+            batch = batches[length, new].to(self.device, self.dtype)
             latents = batch.permute(0, 3, 1, 2).reshape(len(indices), self.audio_vae.latent_dim, -1)
-            graph = self.graphs.get(len(indices), length) if self.graphs is not None else None
+            graph = self.graphs.get(len(indices), length, new) if self.graphs is not None else None
             if graph is not None:
                 with self._graph_lock:
                     audio = self._to_host(graph.run(latents))
             elif self.trim:
-                audio = self._to_host(self._decode_trimmed(latents))
+                audio = self._to_host(self._decode_trimmed(latents, new))
             else:
-                audio = self._to_host(self.decoder(latents, self.sample_rate)[:, 0, -self.samples_per_patch :])
+                kept = new * self.samples_per_patch
+                audio = self._to_host(self.decoder(latents, self.sample_rate)[:, 0, -kept:])
             for row, index in enumerate(indices):
                 outputs[index] = np.ascontiguousarray(audio[row])
         return outputs  # type: ignore[return-value]

@@ -3,8 +3,9 @@
 The decoder is ~300 small kernels (snake activations, depthwise and 1x1 convs); at small batches
 launching them from Python costs more than running them. Windows of one length share one shape,
 so a batch of them is padded to a power-of-two bucket (rows are independent: padding rows only
-cost work) and one graph replays the whole decoder. A stream's first window_patches - 1 windows
-are shorter (the stream has less history) and get graphs of their own, every bucket too: a
+cost work) and one graph replays the whole decoder. Each window shape (length, new patches) that
+chunks.PatchChunker makes has its graphs: a stream's first windows are shorter (the stream has
+less history) and carry fewer new patches than the later ones, and get graphs of every bucket: a
 stream's first audio chunk, the one its first-audio latency waits for, is then a replay and not
 ~300 eager launches, also when a whole burst of streams starts together (perf/RESULTS.md runs 12
 to 14). Every graph is captured up front (`warm_up`), so no capture happens while other threads
@@ -42,33 +43,33 @@ class DecodeGraph:
 
 
 class DecodeGraphs(GraphCache[DecodeGraph]):
-    def __init__(self, decode: Callable[[torch.Tensor], torch.Tensor], latent_dim: int, patch_size: int,
-                 window_patches: int, dtype: torch.dtype, device: torch.device):
-        """decode(latents [B, D, frames]) -> audio [B, samples]: device work only, for windows of
-        1..window_patches patches of patch_size frames."""
+    def __init__(self, decode: Callable[[torch.Tensor, int], torch.Tensor], latent_dim: int, patch_size: int,
+                 shapes: list[tuple[int, int]], dtype: torch.dtype, device: torch.device):
+        """decode(latents [B, D, frames], new) -> audio [B, samples of the `new` last patches]: device
+        work only, for windows of the (patches, new) `shapes`, patch_size frames per patch."""
         super().__init__(device, "vocoder decodes", capture_error_mode="thread_local")
         self.decode = decode
         self.latent_dim = latent_dim
         self.patch_size = patch_size
-        self.window_patches = window_patches
+        self.shapes = frozenset(shapes)
         self.dtype = dtype
 
-    def get(self, rows: int, patches: int) -> DecodeGraph | None:
-        """The graph of the smallest bucket holding `rows` windows of `patches` patches; None
-        past the largest bucket, for a length outside 1..window_patches or after a failed capture."""
+    def get(self, rows: int, patches: int, new: int = 1) -> DecodeGraph | None:
+        """The graph of the smallest bucket holding `rows` windows of `patches` patches, `new` of
+        them new; None past the largest bucket, for a shape without graphs or after a failed capture."""
         bucket = next((b for b in BUCKETS if b >= rows), None)
-        if bucket is None or not 1 <= patches <= self.window_patches:
+        if bucket is None or (patches, new) not in self.shapes:
             return None
-        return self.cached((patches, bucket), lambda: self._capture(bucket, patches))
+        return self.cached((patches, new, bucket), lambda: self._capture(bucket, patches, new))
 
     def warm_up(self) -> None:
-        for patches in range(1, self.window_patches + 1):
+        for patches, new in sorted(self.shapes):
             for bucket in BUCKETS:
-                self.get(bucket, patches)
+                self.get(bucket, patches, new)
 
-    def _capture(self, bucket: int, patches: int) -> DecodeGraph:
+    def _capture(self, bucket: int, patches: int, new: int) -> DecodeGraph:
         with torch.cuda.device(self.device):
             shape = (bucket, self.latent_dim, patches * self.patch_size)
             latents = torch.zeros(shape, dtype=self.dtype, device=self.device)
-            graph, audio = self.capture(self.decode, (latents,))
+            graph, audio = self.capture(lambda x: self.decode(x, new), (latents,))
         return DecodeGraph(latents, audio, graph)
