@@ -1,8 +1,9 @@
 """Ours in-process: the continuous-batching Engine and the WindowedVocoder driven directly, no server.
 
 One loop does what the Triton repository does across its models: engine.step() advances every live
-stream by one patch, the vocoder decodes all new windows of that step as one batch, and each stream's
-chunk is timed when its PCM exists. A level of c clients submits c requests at once; with --rounds > 1
+stream by one patch, each stream's patches are grouped into windows as ar_decoder groups them
+(audio.chunks: 1, 2, then --chunk-patches new patches per window), the vocoder decodes all windows
+of that step as one batch, and each stream's chunk is timed when its PCM exists. A level of c clients submits c requests at once; with --rounds > 1
 a client submits its next request as soon as its previous one finished.
 
 The length is forced with min_len = max_len = --patches (and, for parity with the baselines, the
@@ -23,6 +24,7 @@ import torch
 from perf.bench_texts import text_for
 from perf.stream_metrics import StreamRecord
 from perf.sweep import add_sweep_options, run_sweep, sweep_settings
+from voxcpm_triton.audio.chunks import DEFAULT_MAX_NEW, PatchChunker
 from voxcpm_triton.audio.vocoder import WindowedVocoder
 from voxcpm_triton.checkpoint.loader import load_checkpoint
 from voxcpm_triton.engine.engine import Engine
@@ -32,7 +34,8 @@ DTYPES = {"bfloat16": torch.bfloat16, "float32": torch.float32, "float16": torch
 
 
 class InProcessSystem:
-    def __init__(self, checkpoint: str, device: str, dtype: torch.dtype, max_slots: int, max_context: int):
+    def __init__(self, checkpoint: str, device: str, dtype: torch.dtype, max_slots: int, max_context: int,
+                 chunk_patches: int = DEFAULT_MAX_NEW):
         loaded = load_checkpoint(checkpoint, dtype=dtype, device=device)
         self.frontend = Frontend(loaded)
         self.vocoder = WindowedVocoder(loaded.audio_vae, loaded.config.patch_size)
@@ -44,6 +47,7 @@ class InProcessSystem:
         self.engine = Engine(loaded.model, max_slots=max_slots, max_context=self.max_context, device=device,
                              window_patches=self.vocoder.window_patches, launch_ahead=False)
         self.sample_rate = int(self.vocoder.sample_rate)
+        self.chunk_patches = chunk_patches
 
     def request(self, index: int, patches: int, seed: int):
         prepared = self.frontend.prepare(text_for(index))
@@ -54,6 +58,7 @@ class InProcessSystem:
                   seed: int) -> list[StreamRecord]:
         records: list[StreamRecord] = []
         live: dict[str, tuple[StreamRecord, int]] = {}  # request id -> (record, its client's slot)
+        chunkers: dict[str, PatchChunker] = {}
         left = {slot: rounds for slot in range(concurrency)}
         counter = iter(range(first_index, first_index + concurrency * rounds))
 
@@ -69,20 +74,30 @@ class InProcessSystem:
                 record.error = str(exc)
                 return
             live[request.request_id] = (record, slot)
+            chunkers[request.request_id] = PatchChunker(self.vocoder.window_patches, self.chunk_patches)
 
         for slot in range(concurrency):
             send(slot)
         while live:
             outputs = self.engine.step()
-            with_audio = [o for o in outputs if o.error is None and o.window is not None and len(o.window)]
-            chunks = self.vocoder.decode([o.window for o in with_audio]) if with_audio else []
+            windows = []  # (request id, window, new patches)
+            for output in outputs:
+                if output.error is not None or output.request_id not in chunkers:
+                    continue
+                if output.window is not None and len(output.window):
+                    chunkers[output.request_id].add(output.window)
+                taken = chunkers[output.request_id].take(final=output.finished)
+                if taken is not None:
+                    windows.append((output.request_id, *taken))
+            chunks = self.vocoder.decode([w for _, w, _ in windows], [n for _, _, n in windows]) if windows else []
             now = time.perf_counter()
-            for output, chunk in zip(with_audio, chunks):
-                live[output.request_id][0].add_chunk(int(chunk.size), now)
+            for (request_id, _, _), chunk in zip(windows, chunks):
+                live[request_id][0].add_chunk(int(chunk.size), now)
             for output in outputs:
                 if not (output.finished or output.error) or output.request_id not in live:
                     continue
                 record, slot = live.pop(output.request_id)
+                chunkers.pop(output.request_id, None)
                 record.finished_at = now
                 record.error = output.error
                 if left[slot] > 0:
@@ -96,10 +111,13 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
     parser.add_argument("--device", default="cuda")
     parser.add_argument("--dtype", choices=sorted(DTYPES), default="bfloat16")
     parser.add_argument("--max-context", type=int, default=4096, help="as model_repository/ar_decoder")
+    parser.add_argument("--chunk-patches", type=int, default=DEFAULT_MAX_NEW,
+                        help="new patches per vocoder window at most, as ar_decoder's chunk_patches")
     add_sweep_options(parser)
     args = parser.parse_args(argv)
     started = time.perf_counter()
-    system = InProcessSystem(args.checkpoint, args.device, DTYPES[args.dtype], max(args.levels), args.max_context)
+    system = InProcessSystem(args.checkpoint, args.device, DTYPES[args.dtype], max(args.levels), args.max_context,
+                             args.chunk_patches)
     load_s = time.perf_counter() - started
 
     def run_level(concurrency: int, rounds: int, first_index: int) -> list[StreamRecord]:
@@ -107,7 +125,7 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
 
     run_sweep(args.system or "ours in-process", run_level, system.sample_rate, **sweep_settings(args),
               meta={"patches": args.patches, "device": args.device, "dtype": args.dtype, "load_s": load_s,
-                    "max_context": system.max_context})
+                    "max_context": system.max_context, "chunk_patches": args.chunk_patches})
     return 0
 
 

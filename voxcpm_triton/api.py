@@ -2,7 +2,7 @@
 
     tts = VoxCPM.from_pretrained("path/to/VoxCPM2", devices=[0])
     for chunk in tts.generate(target_text="Hello."):
-        ...  # np.float32 [samples_per_patch] at tts.sample_rate
+        ...  # np.float32 [k * samples_per_patch] at tts.sample_rate, k = 1, 2, 4, 4, ... patches
 
 Each device gets its own model copy and continuous-batching engine, stepped by a background thread,
 so concurrent generate() calls from several threads share batched steps.
@@ -22,6 +22,7 @@ import torch
 from voxcpm_triton.audio.vocoder import WindowedVocoder
 from voxcpm_triton.checkpoint.loader import LoadedCheckpoint, load_checkpoint
 from voxcpm_triton.config import load_config
+from voxcpm_triton.audio.chunks import DEFAULT_MAX_NEW
 from voxcpm_triton.engine.engine import Engine
 from voxcpm_triton.frontend import Frontend
 from voxcpm_triton.serving.engine_loop import EngineLoop
@@ -37,8 +38,8 @@ class _QueueSink:
         self.items: queue.Queue = queue.Queue()
         self.cancelled = False
 
-    def send_window(self, window: np.ndarray) -> None:
-        self.items.put(window)
+    def send_window(self, window: np.ndarray, new_patches: int) -> None:
+        self.items.put((window, new_patches))
 
     def finish(self) -> None:
         self.items.put(_END)
@@ -58,7 +59,7 @@ class _Device:
         self.frontend = Frontend(checkpoint)
         self.vocoder = WindowedVocoder(checkpoint.audio_vae, checkpoint.config.patch_size)
         self.engine = Engine(checkpoint.model, max_slots, max_context, device, self.vocoder.window_patches)
-        self.loop = EngineLoop(self.engine)
+        self.loop = EngineLoop(self.engine, chunk_patches=DEFAULT_MAX_NEW)
         self.loop.start()
 
 
@@ -135,7 +136,8 @@ class VoxCPM:
                  prompt_sample_rate: int | None = None, reference_wav=None, reference_sample_rate: int | None = None,
                  cfg_value: float = 2.0, inference_timesteps: int = 10, seed: int = 0, max_len: int | None = None,
                  min_len: int = 2) -> Iterator[np.ndarray]:
-        """Yield float32 PCM chunks (one per latent patch) at `sample_rate`.
+        """Yield float32 PCM chunks at `sample_rate`: the first holds one latent patch, the next 2,
+        then 4 each (audio.chunks), the last what is left.
 
         prompt_wav (+ prompt_text): a voice to continue; reference_wav (VoxCPM2): a voice to imitate
         without continuing it. Each is a file path or a mono float array with its sample rate.
@@ -158,7 +160,8 @@ class VoxCPM:
                     return
                 if isinstance(item, Exception):
                     raise item
-                yield device.vocoder.decode([item])[0]
+                window, new_patches = item
+                yield device.vocoder.decode([window], [new_patches])[0]
         finally:
             sink.cancelled = True  # a caller that stops early frees its slot
             device.engine.cancel(request_id)

@@ -42,12 +42,13 @@ def prompt_wav(folder, tts: VoxCPM, seconds: float = 0.5) -> str:
     return path
 
 
-def test_chunks_are_patch_sized_and_concatenate_to_full(tts):
+def test_chunks_grow_by_whole_patches_and_concatenate_to_full(tts):
     config = tts._devices[0].checkpoint.config
-    chunks = list(tts.generate(TEXT, seed=1, max_len=6))
-    assert 1 <= len(chunks) <= 6
-    assert all(c.dtype == np.float32 and c.shape == (config.samples_per_patch,) for c in chunks)
-    np.testing.assert_array_equal(np.concatenate(chunks), tts.generate_full(TEXT, seed=1, max_len=6))
+    chunks = list(tts.generate(TEXT, seed=1, max_len=9, min_len=9))
+    # One patch first, then 2, then 4 (audio.chunks), the rest in the last chunk.
+    assert [len(c) // config.samples_per_patch for c in chunks] == [1, 2, 4, 2]
+    assert all(c.dtype == np.float32 and len(c) % config.samples_per_patch == 0 for c in chunks)
+    np.testing.assert_array_equal(np.concatenate(chunks), tts.generate_full(TEXT, seed=1, max_len=9, min_len=9))
     assert tts.sample_rate == config.sample_rate
 
 

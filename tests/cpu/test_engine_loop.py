@@ -26,12 +26,14 @@ class ListSink:
 
     def __init__(self, cancel_after: int | None = None) -> None:
         self.windows: list[np.ndarray] = []
+        self.new_patches: list[int] = []
         self.endings: list[str] = []
         self.cancel_after = cancel_after
         self.ended = threading.Event()
 
-    def send_window(self, window):
+    def send_window(self, window, new_patches):
         self.windows.append(window.copy())
+        self.new_patches.append(new_patches)
 
     def finish(self):
         self.endings.append("finish")
@@ -76,9 +78,9 @@ def _direct(model, requests) -> dict[str, list[np.ndarray]]:
 class SlowSink(ListSink):
     """Delivery slower than the engine's steps: the engine thread must wait, not drop or reorder."""
 
-    def send_window(self, window):
+    def send_window(self, window, new_patches):
         time.sleep(0.02)
-        super().send_window(window)
+        super().send_window(window, new_patches)
 
 
 @pytest.mark.parametrize("sink_type", [ListSink, SlowSink])
@@ -101,6 +103,32 @@ def test_windows_reach_their_sinks_unchanged(model, sink_type):
         for got, want in zip(sinks[rid].windows, expected[rid]):
             np.testing.assert_array_equal(got, want)
     assert slots[-1] == 0 and max(slots) == 2
+
+
+def test_chunked_windows_carry_every_patch_in_order(model):
+    lengths = {"a": 1, "b": 4, "c": 9}
+    make = lambda: [_request(model, rid, [5 + i, 9, 12], n, seed=i) for i, (rid, n) in enumerate(lengths.items())]
+    expected = _direct(model, make())
+    loop = EngineLoop(_engine(model), chunk_patches=4)
+    sinks = {rid: ListSink() for rid in lengths}
+    for request in make():
+        loop.submit(request, sinks[request.request_id])
+    loop.start()
+    for sink in sinks.values():
+        assert sink.ended.wait(60)
+    loop.stop()
+    for rid, n in lengths.items():
+        sink = sinks[rid]
+        assert sink.endings == ["finish"]
+        assert sink.new_patches == {1: [1], 4: [1, 2, 1], 9: [1, 2, 4, 2]}[n]
+        patches = [window[-1] for window in expected[rid]]
+        got = [patch for window, new in zip(sink.windows, sink.new_patches) for patch in window[-new:]]
+        np.testing.assert_array_equal(np.stack(got), np.stack(patches))
+        # Each window also holds the left context the decoder reads: WINDOW - 1 patches once there are.
+        produced = 0
+        for window, new in zip(sink.windows, sink.new_patches):
+            produced += new
+            assert window.shape[0] == min(new + WINDOW - 1, produced)
 
 
 def test_cancelled_stream_frees_its_slot(model):
@@ -191,9 +219,9 @@ class ThreadRecordingSink(SlowSink):
         super().__init__()
         self.threads: set[int] = set()
 
-    def send_window(self, window):
+    def send_window(self, window, new_patches):
         self.threads.add(threading.get_ident())
-        super().send_window(window)
+        super().send_window(window, new_patches)
 
     def finish(self):
         self.threads.add(threading.get_ident())

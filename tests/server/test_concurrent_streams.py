@@ -31,8 +31,8 @@ def test_eight_concurrent_streams_equal_their_solo_output(triton_server):
     solo = [_run(url, *request) for request in REQUESTS]
     with ThreadPoolExecutor(len(REQUESTS)) as pool:
         together = list(pool.map(lambda request: _run(url, *request), REQUESTS))
-    assert len({len(chunks) for chunks in solo}) > 1, "the streams should differ in length"
+    assert len({sum(chunk.size for chunk in chunks) for chunks in solo}) > 1, "the streams should differ in length"
     for (text, _, _), alone, batched in zip(REQUESTS, solo, together):
-        assert len(batched) == len(alone), text
+        assert [chunk.size for chunk in batched] == [chunk.size for chunk in alone], text
         np.testing.assert_allclose(np.concatenate(batched), np.concatenate(alone), rtol=0, atol=1e-5, err_msg=text)
     assert triton_server.wait_idle() == 0

@@ -33,11 +33,12 @@ def test_voxcpm_0_5b_streams_at_16_khz_and_equals_in_process(small_model):
     chunks = list(client.stream("Another model.", seed=9, max_seconds=0.5))
     audio, rate, _ = client.synthesize("Another model.", seed=9, max_seconds=0.5)
     assert rate == 16000
-    seconds_per_patch = chunks[0].size / rate  # 80 ms: patch size 2
-    assert len(chunks) <= math.ceil(0.5 / seconds_per_patch - 1e-6)
+    samples_per_patch = chunks[0].size  # the first chunk is one patch: 80 ms, patch size 2
+    patches = sum(chunk.size for chunk in chunks) // samples_per_patch
+    assert samples_per_patch == 1280 and patches <= math.ceil(0.5 * rate / samples_per_patch - 1e-6)
     tts = VoxCPM.from_pretrained(folder, devices="cpu")
     try:
-        local = list(tts.generate("Another model.", seed=9, max_len=len(chunks)))
+        local = list(tts.generate("Another model.", seed=9, max_len=patches))
     finally:
         tts.close()
     np.testing.assert_allclose(np.concatenate(chunks), np.concatenate(local), rtol=0, atol=1e-5)

@@ -70,6 +70,11 @@ class Engine:
             return self.scheduler.cancel(request_id)
 
     @property
+    def window_patches(self) -> int:
+        """Patches in a full vocoder window (left context + the new one) of the outputs."""
+        return self.scheduler.window_patches
+
+    @property
     def live_slots(self) -> int:
         with self._lock:
             return len(self.scheduler.running)

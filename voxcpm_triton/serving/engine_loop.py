@@ -5,6 +5,8 @@ process (~0.1-0.4 ms, the GIL released meanwhile), so sending step N's windows o
 instead of adding to it, and the streams are shared among several delivery threads: at 256 streams
 one thread would spend a whole ~50 ms step sending. Each stream stays on the delivery thread it was
 given at submit (its windows arrive in order); at most two steps wait for any delivery thread.
+That thread also groups the stream's patches into vocoder windows (audio.chunks.PatchChunker): one
+patch in the first window, then 2, 4, ... up to `chunk_patches`, each window with its left context.
 
 Sinks hide Triton: the ar_decoder wraps a response sender in one; tests can use a list. Only its
 delivery thread uses a registered sink, and a stream ends exactly once, through finish() (last
@@ -19,13 +21,14 @@ from typing import Callable, Protocol
 
 import numpy as np
 
+from voxcpm_triton.audio.chunks import PatchChunker
 from voxcpm_triton.engine.request import GenerationRequest
 
 log = logging.getLogger(__name__)
 
 
 class StreamSink(Protocol):
-    def send_window(self, window: np.ndarray) -> None: ...
+    def send_window(self, window: np.ndarray, new_patches: int) -> None: ...
     def finish(self) -> None: ...
     def fail(self, message: str) -> None: ...
     def is_cancelled(self) -> bool: ...
@@ -41,7 +44,8 @@ class EngineLoop:
     `cancel_source`, when given, is called once per step and delivery thread with that thread's
     live stream ids and returns those to end (the ar_decoder's view of cancellations posted by its
     other instances). `before_step`, when given, is called with the number of live streams before
-    each step and may block (back-pressure). `delivery_threads` share the streams' sinks."""
+    each step and may block (back-pressure). `delivery_threads` share the streams' sinks. A window
+    sent carries at most `chunk_patches` new patches (1: each patch in its own window)."""
 
     def __init__(
         self,
@@ -51,17 +55,22 @@ class EngineLoop:
         cancel_source: Callable[[list[str]], list[str]] | None = None,
         before_step: Callable[[int], None] | None = None,
         delivery_threads: int = 4,
+        chunk_patches: int = 1,
     ) -> None:
         if cancel_checks_per_step < 1:
             raise ValueError(f"cancel_checks_per_step={cancel_checks_per_step}; must be >= 1")
         if delivery_threads < 1:
             raise ValueError(f"delivery_threads={delivery_threads}; must be >= 1")
+        if chunk_patches < 1:
+            raise ValueError(f"chunk_patches={chunk_patches}; must be >= 1")
         self._engine = engine
         self._on_live_slots = on_live_slots
         self._cancel_checks = cancel_checks_per_step
         self._cancel_source = cancel_source
         self._before_step = before_step
         self._sinks: dict[str, StreamSink] = {}
+        self._chunk_patches = chunk_patches
+        self._chunkers: dict[str, PatchChunker] = {}  # used by the stream's delivery thread only
         self._owner: dict[str, int] = {}  # request id -> the delivery thread that uses its sink
         self._submitted = 0
         self._lock = threading.Lock()
@@ -97,12 +106,13 @@ class EngineLoop:
                 return
             # The sink is registered before the engine can produce anything for it.
             self._sinks[request.request_id] = sink
+            self._chunkers[request.request_id] = PatchChunker(self._engine.window_patches, self._chunk_patches)
             self._owner[request.request_id] = self._submitted % len(self._outboxes)
             self._submitted += 1
             try:
                 self._engine.submit(request)
             except ValueError as exc:
-                del self._sinks[request.request_id], self._owner[request.request_id]
+                self._forget(request.request_id)
                 sink.fail(str(exc))
                 return
             self._wake.notify()
@@ -185,6 +195,7 @@ class EngineLoop:
     def _deliver(self, output) -> None:
         with self._lock:
             sink = self._sinks.get(output.request_id)
+            chunker = self._chunkers.get(output.request_id)
             if sink is not None and (output.finished or output.error):
                 self._forget(output.request_id)
         if sink is None:  # cancelled between the step and now
@@ -193,13 +204,17 @@ class EngineLoop:
             sink.fail(output.error)
             return
         if output.window is not None and len(output.window):
-            sink.send_window(output.window)
+            chunker.add(output.window)
+        chunk = chunker.take(final=output.finished)
+        if chunk is not None:
+            sink.send_window(*chunk)
         if output.finished:
             sink.finish()
 
     def _forget(self, request_id: str) -> None:
         """Unregister a stream (the caller holds the lock)."""
         self._sinks.pop(request_id, None)
+        self._chunkers.pop(request_id, None)
         self._owner.pop(request_id, None)
 
     def _own_sinks(self, worker: int) -> list[tuple[str, StreamSink]]:

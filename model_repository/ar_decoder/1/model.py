@@ -5,8 +5,10 @@ import itertools
 import json
 import os
 
+import numpy as np
 import triton_python_backend_utils as pb_utils
 
+from voxcpm_triton.audio.chunks import DEFAULT_MAX_NEW
 from voxcpm_triton.audio.vocoder import window_patches as vocoder_window_patches
 from voxcpm_triton.checkpoint.loader import load_checkpoint
 from voxcpm_triton.engine.engine import Engine
@@ -36,8 +38,10 @@ class _ResponseSink:
         except Exception as exc:
             pb_utils.Logger.log_warn(f"ar_decoder: could not send a response: {exc}")
 
-    def send_window(self, window):
-        self._send(pb_utils.InferenceResponse([pb_utils.Tensor("WINDOW", window[None])]))
+    def send_window(self, window, new_patches):
+        tensors = [pb_utils.Tensor("WINDOW", window[None]),
+                   pb_utils.Tensor("NEW_PATCHES", np.array([[new_patches]], dtype=np.int32))]
+        self._send(pb_utils.InferenceResponse(tensors))
         self.counter.add(1)
 
     def finish(self):
@@ -90,7 +94,8 @@ class TritonPythonModel:
         windows_ahead = model_settings.int_parameter(parameters, "windows_ahead", 2, 0, 1 << 20)
         gate = BacklogGate(self.window_counter, windows_ahead).wait if windows_ahead else None
         self.loop = EngineLoop(
-            engine, on_live_slots=self._report_slots, cancel_source=self._posted_cancels, before_step=gate
+            engine, on_live_slots=self._report_slots, cancel_source=self._posted_cancels, before_step=gate,
+            chunk_patches=model_settings.int_parameter(parameters, "chunk_patches", DEFAULT_MAX_NEW, 1, 64),
         )
         self.loop.start()
         pb_utils.Logger.log_info(f"ar_decoder: checkpoint {folder} on {device} ({dtype}), window {window_patches}")

@@ -1,4 +1,5 @@
-"""Triton adapter for voxcpm_triton.audio.vocoder.WindowedVocoder: one decode call per dynamic batch."""
+"""Triton adapter for voxcpm_triton.audio.vocoder.WindowedVocoder: one decode call per dynamic batch.
+Each request is a WINDOW whose last NEW_PATCHES patches (1 if absent) are returned as audio."""
 
 import os
 
@@ -30,23 +31,25 @@ class TritonPythonModel:
             self.window_counter.add(len(requests))
 
     def _decode(self, requests):
-        windows = []
+        windows, news = [], []
         for request in requests:
             window = pb_utils.get_input_tensor_by_name(request, "WINDOW").as_numpy()
             windows.append(window[0] if window.ndim == 4 else window)
+            new = pb_utils.get_input_tensor_by_name(request, "NEW_PATCHES")  # Triton checked its shape [1]
+            news.append(1 if new is None else int(new.as_numpy().reshape(-1)[0]))
         try:
-            chunks = self.vocoder.decode(windows)
+            chunks = self.vocoder.decode(windows, news)
         except ValueError:
             # Some window is malformed: decode one by one so each request gets its own answer.
-            return [self._decode_one(window) for window in windows]
+            return [self._decode_one(window, new) for window, new in zip(windows, news)]
         return [self._response(chunk) for chunk in chunks]
 
     def finalize(self):
         self.window_counter.close()
 
-    def _decode_one(self, window):
+    def _decode_one(self, window, new):
         try:
-            return self._response(self.vocoder.decode([window])[0])
+            return self._response(self.vocoder.decode([window], [new])[0])
         except ValueError as exc:
             return pb_utils.InferenceResponse(error=pb_utils.TritonError(f"WINDOW: {exc}"))
 
