@@ -66,6 +66,13 @@ def test_streams_without_or_with_a_full_prompt_context_replay_graphs(prompt: int
     assert shapes[-1] in graphed or shapes[-1][0] < window_patches - 1 + shapes[-1][1]
 
 
+def test_counts_below_one_are_refused() -> None:
+    with pytest.raises(ValueError, match="max_new=0"):
+        window_shapes(6, 0)
+    with pytest.raises(ValueError, match="window_patches=0"):
+        PatchChunker(0, 4)
+
+
 def test_one_new_patch_per_window_is_the_engine_window() -> None:
     patches = np.random.default_rng(0).standard_normal((9, 2, 3)).astype(np.float32)
     chunks = _chunked(patches, 2, 4, 1)

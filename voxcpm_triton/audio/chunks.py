@@ -30,6 +30,8 @@ def window_shapes(window_patches: int, max_new: int) -> list[tuple[int, int]]:
     the last window of a stream that ends while the count still grows: one-patch windows at every
     context length, the doubling windows of a stream with no context, and every count at full
     context. The vocoder captures CUDA graphs for these; other shapes decode eagerly."""
+    if window_patches < 1 or max_new < 1:
+        raise ValueError(f"window_patches={window_patches}, max_new={max_new}; both must be >= 1")
     shapes = {(length, 1) for length in range(1, window_patches + 1)}
     shapes.update((window_patches - 1 + new, new) for new in range(1, max_new + 1))
     produced, sent = 0, 0

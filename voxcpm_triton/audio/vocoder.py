@@ -133,9 +133,9 @@ class WindowedVocoder:
     the late, high-rate layers would otherwise spend ~5/6 of their work on discarded samples.
     On CUDA each window shape that chunks.PatchChunker makes with up to `max_new_patches` new
     patches replays a CUDA graph per batch bucket (vocoder_graphs.py, all captured here) unless
-    `cuda_graphs` is False or VOXCPM_CUDA_GRAPHS=0; other shapes decode eagerly. With `custom_ops` (default:
-    on unless VOXCPM_CUSTOM_OPS=0) the CUDA copy's Snake activations run the fused snake op (a
-    private copy is then made in float32 too). The CPU path decodes the whole window in float32
+    `cuda_graphs` is False or VOXCPM_CUDA_GRAPHS=0; other shapes decode eagerly. With
+    `custom_ops` (default: on unless VOXCPM_CUSTOM_OPS=0) the CUDA copy's Snake activations run
+    the fused snake op (a private copy is then made in float32 too). The CPU path decodes the whole window in float32
     through `audio_vae` unchanged.
 
     With `fast_layers` (default on CUDA unless VOXCPM_VOCODER_FAST_LAYERS=0) the CUDA copy runs each
