@@ -131,7 +131,7 @@ def _uses_op(vocoder: WindowedVocoder) -> bool:
 
 
 def test_float32_vocoder_with_the_op_equals_offline_decode(gpu_vae: AudioVAE, no_tf32) -> None:
-    vocoder = WindowedVocoder(gpu_vae, PATCH_SIZE, dtype=torch.float32, custom_ops=True)
+    vocoder = WindowedVocoder(gpu_vae, PATCH_SIZE, dtype=torch.float32, custom_ops=True, max_new_patches=1)
     assert vocoder.custom_ops and _uses_op(vocoder) and vocoder.decoder is not gpu_vae.decoder
     assert not any(m.use_op for m in gpu_vae.modules() if isinstance(m, Snake1d))
     stream = patches(16, seed=1)
@@ -145,8 +145,8 @@ def test_float32_vocoder_with_the_op_equals_offline_decode(gpu_vae: AudioVAE, no
 
 def test_bfloat16_vocoder_with_the_op_within_the_bf16_bound(gpu_vae: AudioVAE, no_tf32) -> None:
     reference = WindowedVocoder(gpu_vae, PATCH_SIZE, dtype=torch.float32, cuda_graphs=False, custom_ops=False)
-    plain = WindowedVocoder(gpu_vae, PATCH_SIZE, dtype=torch.bfloat16, custom_ops=False)
-    fused = WindowedVocoder(gpu_vae, PATCH_SIZE, dtype=torch.bfloat16, custom_ops=True)
+    plain = WindowedVocoder(gpu_vae, PATCH_SIZE, dtype=torch.bfloat16, custom_ops=False, max_new_patches=1)
+    fused = WindowedVocoder(gpu_vae, PATCH_SIZE, dtype=torch.bfloat16, custom_ops=True, max_new_patches=1)
     assert _uses_op(fused) and not _uses_op(plain)
     # Stream starts (short windows) and full windows, each length replaying its own graph, as served.
     windows = stream_windows(patches(16, seed=3), reference.window_patches)

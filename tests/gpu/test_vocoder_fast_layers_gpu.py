@@ -51,7 +51,8 @@ def test_bfloat16_mono_conv_gemm_within_one_rounding_per_tap() -> None:
 def test_float32_fast_layers_equal_plain_layers(gpu_vae: AudioVAE) -> None:
     plain = WindowedVocoder(gpu_vae, PATCH_SIZE, dtype=torch.float32, cuda_graphs=False, custom_ops=False,
                             fast_layers=False)
-    fast = WindowedVocoder(gpu_vae, PATCH_SIZE, dtype=torch.float32, custom_ops=False, fast_layers=True)
+    fast = WindowedVocoder(gpu_vae, PATCH_SIZE, dtype=torch.float32, custom_ops=False, fast_layers=True,
+                           max_new_patches=1)
     assert fast.fast_layers and fast.graphs is not None and fast.graphs.failure is None
     # Stream starts (short windows) and a batch of full windows, each length replaying its own graph.
     windows = stream_windows(patches(12, seed=1), plain.window_patches) + full_windows(5, plain.window_patches, seed=2)
@@ -61,7 +62,7 @@ def test_float32_fast_layers_equal_plain_layers(gpu_vae: AudioVAE) -> None:
 
 
 def test_float32_fast_graphs_at_256_windows_equal_each_window_alone(gpu_vae: AudioVAE) -> None:
-    fast = WindowedVocoder(gpu_vae, PATCH_SIZE, dtype=torch.float32, fast_layers=True)
+    fast = WindowedVocoder(gpu_vae, PATCH_SIZE, dtype=torch.float32, fast_layers=True, max_new_patches=1)
     eager = WindowedVocoder(gpu_vae, PATCH_SIZE, dtype=torch.float32, cuda_graphs=False, fast_layers=True)
     windows = full_windows(256, fast.window_patches, seed=3)
     batched = fast.decode(windows)
@@ -76,8 +77,10 @@ def test_bfloat16_fast_layers_within_the_bf16_bound(gpu_vae: AudioVAE, custom_op
         pytest.skip(f"kernels library not loaded ({library.library_status()})")
     reference = WindowedVocoder(gpu_vae, PATCH_SIZE, dtype=torch.float32, cuda_graphs=False, custom_ops=False,
                                 fast_layers=False)
-    plain = WindowedVocoder(gpu_vae, PATCH_SIZE, dtype=torch.bfloat16, custom_ops=custom_ops, fast_layers=False)
-    fast = WindowedVocoder(gpu_vae, PATCH_SIZE, dtype=torch.bfloat16, custom_ops=custom_ops, fast_layers=True)
+    plain = WindowedVocoder(gpu_vae, PATCH_SIZE, dtype=torch.bfloat16, custom_ops=custom_ops, fast_layers=False,
+                            max_new_patches=1)
+    fast = WindowedVocoder(gpu_vae, PATCH_SIZE, dtype=torch.bfloat16, custom_ops=custom_ops, fast_layers=True,
+                           max_new_patches=1)
     window_patches = reference.window_patches
     windows = stream_windows(patches(16, seed=4), window_patches) + full_windows(8, window_patches, seed=5)
     expected = np.concatenate(reference.decode(windows))
@@ -147,7 +150,7 @@ def test_residual_units_run_in_aligned_contiguous_buffers(gpu_vae: AudioVAE) -> 
 
 def test_chunks_survive_the_next_call(gpu_vae: AudioVAE) -> None:
     # The pinned staging buffer is reused by every call: what a call returned must be a copy.
-    fast = WindowedVocoder(gpu_vae, PATCH_SIZE, dtype=torch.bfloat16, fast_layers=True)
+    fast = WindowedVocoder(gpu_vae, PATCH_SIZE, dtype=torch.bfloat16, fast_layers=True, max_new_patches=1)
     first = fast.decode(full_windows(4, fast.window_patches, seed=7))
     kept = [chunk.copy() for chunk in first]
     second = fast.decode(full_windows(4, fast.window_patches, seed=8))

@@ -1,7 +1,8 @@
 """The AudioVAE and WindowedVocoder at the real VoxCPM2 shapes on a CUDA device (random weights,
 TF32 off): the float32 trimmed windowed decode (graphed for full windows) equals the offline decode, the GPU matches the CPU,
 a batch of full-length windows (what Triton's dynamic batcher hands over) decodes each stream as if
-alone, and the bfloat16 vocoder (the CUDA default) stays within BF16_* of the float32 one."""
+alone, windows of several new patches replay their graphs, and the bfloat16 vocoder (the CUDA
+default) stays within BF16_* of the float32 one, also on a chunked stream."""
 
 from __future__ import annotations
 
@@ -14,6 +15,7 @@ import torch
 from tests.gpu.vocoder_checks import (BF16_MAX_ABS, BF16_RELATIVE_RMS, FP32_TOLERANCE, LATENT_DIM, PATCH_SIZE,
                                       audio_errors, patches, stream_windows)
 from voxcpm_triton.audio.audio_vae import AudioVAE
+from voxcpm_triton.audio.chunks import DEFAULT_MAX_NEW, PatchChunker
 from voxcpm_triton.audio.vocoder import WindowedVocoder
 
 pytestmark = [
@@ -103,6 +105,27 @@ def test_multi_patch_windows_replay_graphs_equal_to_eager(gpu_vocoder: WindowedV
     for a, b, new in zip(graphed, eager.decode(windows, news), news):
         assert a.shape == (new * gpu_vocoder.samples_per_patch,)
         assert np.abs(a - b).max() <= FP32_TOLERANCE
+
+
+def test_bfloat16_chunked_stream_close_to_float32(gpu_vocoder: WindowedVocoder,
+                                                  bf16_vocoder: WindowedVocoder) -> None:
+    """The served path: a stream's patches grouped 1, 2, 4, 4, ... (chunks.PatchChunker) and decoded
+    by the bfloat16 vocoder from its graphs, against the float32 one-patch-per-window decode."""
+    stream = patches(16, seed=4)
+    reference = np.concatenate(gpu_vocoder.decode(stream_windows(stream, gpu_vocoder.window_patches)))
+    chunker = PatchChunker(bf16_vocoder.window_patches, DEFAULT_MAX_NEW)
+    chunks = []
+    for index, window in enumerate(stream_windows(stream, bf16_vocoder.window_patches)):
+        chunker.add(window)
+        taken = chunker.take(final=index == len(stream) - 1)
+        if taken is not None:
+            chunks.append(taken)
+    assert [new for _, new in chunks] == [1, 2, 4, 4, 4, 1]
+    audio = np.concatenate(bf16_vocoder.decode([w for w, _ in chunks], [new for _, new in chunks]))
+    captured = {key[:2] for key in bf16_vocoder.graphs.captured}
+    assert bf16_vocoder.graphs.failure is None and {(w.shape[0], new) for w, new in chunks} <= captured
+    relative_rms, max_abs = audio_errors(audio, reference)
+    assert relative_rms <= BF16_RELATIVE_RMS and max_abs <= BF16_MAX_ABS
 
 
 def test_gpu_decode_matches_cpu(full_size_vae: AudioVAE, gpu_vocoder: WindowedVocoder) -> None:
