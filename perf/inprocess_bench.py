@@ -3,8 +3,9 @@
 One loop does what the Triton repository does across its models: engine.step() advances every live
 stream by one patch, each stream's patches are grouped into windows as ar_decoder groups them
 (audio.chunks: 1, 2, then --chunk-patches new patches per window), the vocoder decodes all windows
-of that step as one batch, and each stream's chunk is timed when its PCM exists. A level of c clients submits c requests at once; with --rounds > 1
-a client submits its next request as soon as its previous one finished.
+of that step as one batch, and each stream's chunk is timed when its PCM exists. A level of c
+clients submits c requests at once; with --rounds > 1 a client submits its next request as soon as
+its previous one finished.
 
 The length is forced with min_len = max_len = --patches (and, for parity with the baselines, the
 checkpoint's zeroed stop head: perf/force_length.py).
@@ -84,12 +85,12 @@ class InProcessSystem:
             for output in outputs:
                 if output.error is not None or output.request_id not in chunkers:
                     continue
-                if output.window is not None and len(output.window):
-                    chunkers[output.request_id].add(output.window)
-                taken = chunkers[output.request_id].take(final=output.finished)
+                taken = chunkers[output.request_id].feed(output.window, output.finished)
                 if taken is not None:
                     windows.append((output.request_id, *taken))
-            chunks = self.vocoder.decode([w for _, w, _ in windows], [n for _, _, n in windows]) if windows else []
+            chunks = []
+            if windows:
+                chunks = self.vocoder.decode([w for _, w, _ in windows], [n for _, _, n in windows])
             now = time.perf_counter()
             for (request_id, _, _), chunk in zip(windows, chunks):
                 live[request_id][0].add_chunk(int(chunk.size), now)

@@ -205,7 +205,7 @@ def main(argv: list[str] | None = None) -> int:
         vocoder = WindowedVocoder(vae, PATCH_SIZE, **MODES[mode])
         graphs = 0 if vocoder.graphs is None else len(vocoder.graphs.captured)
         print(f"{mode}: built in {time.perf_counter() - built:.1f} s ({graphs} CUDA graphs)", flush=True)
-        seconds_per_window = vocoder.samples_per_patch / vocoder.sample_rate
+        seconds_per_patch = vocoder.samples_per_patch / vocoder.sample_rate
         for batch, new in [(batch, new) for new in news for batch in batches]:
             length = vocoder.window_patches - 1 + new
             windows = [(0.5 * rng.standard_normal((length, PATCH_SIZE, vae.latent_dim)))
@@ -213,7 +213,7 @@ def main(argv: list[str] | None = None) -> int:
             times = _time_decode(vocoder, windows, args.warmup, args.iters, new)
             median = statistics.median(times)
             rows.append({"mode": mode, "batch": batch, "new_patches": new, "median_ms": median, "times_ms": times,
-                         "audio_s_per_s": batch * new * seconds_per_window / (median / 1e3)})
+                         "audio_s_per_s": batch * new * seconds_per_patch / (median / 1e3)})
             print(f"{mode} B={batch} new={new}: {median:.2f} ms", flush=True)
             if batch in profiled and new == news[0]:
                 with ops_file.open("a") as handle:

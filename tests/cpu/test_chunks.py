@@ -25,8 +25,7 @@ def _chunked(patches: np.ndarray, prompt: int, window_patches: int, max_new: int
     windows = _engine_windows(patches, prompt, window_patches)
     out = []
     for index, window in enumerate(windows):
-        chunker.add(window)
-        taken = chunker.take(final=index == len(windows) - 1)
+        taken = chunker.feed(window, finished=index == len(windows) - 1)
         if taken is not None:
             out.append(taken)
     return out
@@ -64,6 +63,15 @@ def test_streams_without_or_with_a_full_prompt_context_replay_graphs(prompt: int
     assert set(shapes[:-1]) <= graphed
     # The last window carries what is left; once the context is full its shape has graphs too.
     assert shapes[-1] in graphed or shapes[-1][0] < window_patches - 1 + shapes[-1][1]
+
+
+def test_an_output_without_a_patch_flushes_what_waits_when_the_stream_ends() -> None:
+    chunker = PatchChunker(6, 4)
+    assert chunker.feed(np.ones((1, 2, 3), np.float32), finished=False)[1] == 1
+    assert chunker.feed(np.ones((2, 2, 3), np.float32), finished=False) is None
+    assert chunker.feed(np.zeros((0, 2, 3), np.float32), finished=False) is None
+    window, new = chunker.feed(None, finished=True)
+    assert new == 1 and window.shape == (2, 2, 3)
 
 
 def test_counts_below_one_are_refused() -> None:

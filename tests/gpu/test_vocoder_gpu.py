@@ -116,8 +116,7 @@ def test_bfloat16_chunked_stream_close_to_float32(gpu_vocoder: WindowedVocoder,
     chunker = PatchChunker(bf16_vocoder.window_patches, DEFAULT_MAX_NEW)
     chunks = []
     for index, window in enumerate(stream_windows(stream, bf16_vocoder.window_patches)):
-        chunker.add(window)
-        taken = chunker.take(final=index == len(stream) - 1)
+        taken = chunker.feed(window, finished=index == len(stream) - 1)
         if taken is not None:
             chunks.append(taken)
     assert [new for _, new in chunks] == [1, 2, 4, 4, 4, 1]

@@ -19,6 +19,11 @@ import numpy as np
 DEFAULT_MAX_NEW = 4
 
 
+def _check_counts(window_patches: int, max_new: int) -> None:
+    if window_patches < 1 or max_new < 1:
+        raise ValueError(f"window_patches={window_patches}, max_new={max_new}; both must be >= 1")
+
+
 def chunk_patches(chunks_sent: int, max_new: int) -> int:
     """New patches in a stream's next window after `chunks_sent` windows (the last may hold fewer)."""
     return min(1 << min(chunks_sent, 16), max_new)
@@ -30,8 +35,7 @@ def window_shapes(window_patches: int, max_new: int) -> list[tuple[int, int]]:
     the last window of a stream that ends while the count still grows: one-patch windows at every
     context length, the doubling windows of a stream with no context, and every count at full
     context. The vocoder captures CUDA graphs for these; other shapes decode eagerly."""
-    if window_patches < 1 or max_new < 1:
-        raise ValueError(f"window_patches={window_patches}, max_new={max_new}; both must be >= 1")
+    _check_counts(window_patches, max_new)
     shapes = {(length, 1) for length in range(1, window_patches + 1)}
     shapes.update((window_patches - 1 + new, new) for new in range(1, max_new + 1))
     produced, sent = 0, 0
@@ -46,8 +50,7 @@ class PatchChunker:
     """One stream's patches, as the engine emits them, grouped into vocoder windows."""
 
     def __init__(self, window_patches: int, max_new: int) -> None:
-        if window_patches < 1 or max_new < 1:
-            raise ValueError(f"window_patches={window_patches}, max_new={max_new}; both must be >= 1")
+        _check_counts(window_patches, max_new)
         self.window_patches = window_patches
         self.max_new = max_new
         self._history: deque[np.ndarray] = deque(maxlen=window_patches - 1 + max_new)
@@ -74,3 +77,10 @@ class PatchChunker:
         self._pending = 0
         self._sent += 1
         return window, new
+
+    def feed(self, window: np.ndarray | None, finished: bool) -> tuple[np.ndarray, int] | None:
+        """One engine output of this stream: its window (None or empty when it brought no patch)
+        and whether the stream ended; returns the window to decode now, if any."""
+        if window is not None and len(window):
+            self.add(window)
+        return self.take(final=finished)

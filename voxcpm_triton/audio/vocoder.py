@@ -135,8 +135,8 @@ class WindowedVocoder:
     patches replays a CUDA graph per batch bucket (vocoder_graphs.py, all captured here) unless
     `cuda_graphs` is False or VOXCPM_CUDA_GRAPHS=0; other shapes decode eagerly. With
     `custom_ops` (default: on unless VOXCPM_CUSTOM_OPS=0) the CUDA copy's Snake activations run
-    the fused snake op (a private copy is then made in float32 too). The CPU path decodes the whole window in float32
-    through `audio_vae` unchanged.
+    the fused snake op (a private copy is then made in float32 too). The CPU path decodes the
+    whole window in float32 through `audio_vae` unchanged.
 
     With `fast_layers` (default on CUDA unless VOXCPM_VOCODER_FAST_LAYERS=0) the CUDA copy runs each
     residual unit's 1x1 conv, bias and skip connection as one batched GEMM, the transposed convs

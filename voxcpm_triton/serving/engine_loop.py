@@ -203,9 +203,7 @@ class EngineLoop:
         if output.error:
             sink.fail(output.error)
             return
-        if output.window is not None and len(output.window):
-            chunker.add(output.window)
-        chunk = chunker.take(final=output.finished)
+        chunk = chunker.feed(output.window, output.finished)
         if chunk is not None:
             sink.send_window(*chunk)
         if output.finished:
