@@ -98,7 +98,9 @@ def test_buckets_cover_max_slots():
     assert buckets_for(1) == (1,)
     assert buckets_for(12) == (1, 2, 4, 8, 16)
     assert buckets_for(64) == (1, 2, 4, 8, 16, 32, 64)
-    assert buckets_for(300) == BUCKETS
+    assert buckets_for(256) == BUCKETS
+    assert buckets_for(300) == BUCKETS + (512,)
+    assert buckets_for(1500) == BUCKETS + (512, 1024, 2048)
 
 
 def test_noise_ring_draws_a_block_per_stream():

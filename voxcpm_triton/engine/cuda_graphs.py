@@ -26,12 +26,17 @@ def graphs_requested() -> bool:
 
 
 def buckets_for(max_slots: int) -> tuple[int, ...]:
-    """Buckets up to the first that holds max_slots (padding rows only touch the scratch slot)."""
+    """Buckets up to the first that holds max_slots (padding rows only touch the scratch slot).
+
+    Past BUCKETS they keep doubling, so that a decoder configured with more slots still replays a
+    graph when they are all live instead of falling back to eager steps."""
     chosen = []
     for bucket in BUCKETS:
         chosen.append(bucket)
         if bucket >= max_slots:
-            break
+            return tuple(chosen)
+    while chosen[-1] < max_slots:
+        chosen.append(2 * chosen[-1])
     return tuple(chosen)
 
 

@@ -100,7 +100,7 @@ class ModelRunner:
         self.buckets = buckets_for(max_slots)
         self.noise = NoiseRing(max_slots, *self.patch_shape, block_from_env(), self.device, self.dtype)
         width = self.patch_shape[0] * self.patch_shape[1] + 1
-        self._staging = StagingBuffers(max(max_slots, 256), width, self.device)
+        self._staging = StagingBuffers(self.buckets[-1], width, self.device)  # steps pad to their bucket
         self.prefill_graphs: PrefillGraphs | None = None
         if on_cuda and (graphs_requested() if cuda_graphs is None else cuda_graphs):
             self.prefill_graphs = PrefillGraphs(self._prefill_advance, self.device, self._prefill_inputs,
