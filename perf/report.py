@@ -15,6 +15,7 @@ import json
 from pathlib import Path
 from typing import Optional, Sequence
 
+from perf.triton_metrics import decode_markdown
 from perf.triton_metrics import markdown as metrics_markdown
 
 METRIC_COLUMNS = (
@@ -102,6 +103,11 @@ def render_markdown(results: Sequence[dict]) -> str:
             parts += ["Per model inside tritonserver, from its metrics around each level (busy %: the model's "
                       "execution time over the level's time; the ensemble's executions are whole streams):",
                       "", metrics_markdown(served)]
+            engine = decode_markdown(served)
+            if engine:
+                parts += ["The ar_decoder's engine thread per step (stepping: admissions and the decode step; "
+                          "back-pressure: waiting for the vocoder; hand-off: waiting for a delivery thread):",
+                          "", engine]
     ours = [r for r in results if r["system"].startswith("ours")] or list(results[:1])
     others = [r for r in results if r not in ours]
     for mine in ours:

@@ -13,6 +13,10 @@ model was busy; Triton's statistics extension (/v2/models/stats on the HTTP port
 batch_stats count executions per batch size with their summed times (`busy_ms`).
 perf/stream_load.py takes both snapshots around every level itself when given --metrics-url and
 --stats-url (`LevelMetrics`), and perf/report.py prints the rows under the served system's table.
+
+The ar_decoder also counts its engine thread's time (voxcpm_decode_*_total: steps, streams per step,
+seconds stepping, waiting for the vocoder's back-pressure, waiting for its delivery threads); a
+model row that has them carries them as `decode`, and `decode_markdown` tables them per step.
 """
 
 from __future__ import annotations
@@ -27,7 +31,8 @@ from pathlib import Path
 from typing import Callable, Optional, Sequence
 
 DURATIONS = ("request", "queue", "compute_input", "compute_infer", "compute_output")
-_LINE = re.compile(r'^(nv_inference_\w+)\{([^}]*)\}\s+([0-9.eE+-]+)$')
+_LINE = re.compile(r'^((?:nv_inference|voxcpm_decode)_\w+)\{([^}]*)\}\s+([0-9.eE+-]+)$')
+DECODE = ("steps", "stream_steps", "step_seconds", "gate_seconds", "handoff_seconds")
 
 
 def parse(text: str) -> dict[str, dict[str, float]]:
@@ -59,8 +64,29 @@ def per_model(before: str, after: str) -> list[dict]:
                "failed": int(delta.get("nv_inference_request_failure", 0.0))}
         for part in DURATIONS:
             row[f"{part}_ms"] = delta.get(f"nv_inference_{part}_duration_us", 0.0) / requests / 1000
+        if delta.get("voxcpm_decode_steps_total", 0.0) > 0:
+            row["decode"] = {part: delta.get(f"voxcpm_decode_{part}_total", 0.0) for part in DECODE}
         rows.append(row)
     return rows
+
+
+def decode_markdown(levels: Sequence[tuple[str, list[dict]]]) -> str:
+    """Per level, the ar_decoder engine thread's time per step (from rows with `decode`); the
+    shares are of the level's wall time when the row has `level_ms`."""
+    lines = ["| level | steps | streams per step | step ms | back-pressure ms per step | hand-off ms per step | "
+             "stepping % | back-pressure % |", "|" + "---|" * 8]
+    for label, rows in levels:
+        for row in rows:
+            if "decode" not in row:
+                continue
+            d, level_ms = row["decode"], row.get("level_ms")
+            per_step = lambda seconds: 1000 * seconds / d["steps"]
+            share = lambda seconds: f"{100 * 1000 * seconds / level_ms:.0f}" if level_ms else "-"
+            lines.append(f"| {label} | {d['steps']:.0f} | {d['stream_steps'] / d['steps']:.1f} | "
+                         f"{per_step(d['step_seconds']):.2f} | {per_step(d['gate_seconds']):.2f} | "
+                         f"{per_step(d['handoff_seconds']):.2f} | {share(d['step_seconds'])} | "
+                         f"{share(d['gate_seconds'])} |")
+    return "\n".join(lines) + "\n" if len(lines) > 2 else ""
 
 
 def markdown(levels: Sequence[tuple[str, list[dict]]]) -> str:
@@ -125,6 +151,7 @@ class LevelMetrics:
         self._rows = per_model(metrics, metrics_after)
         for row in self._rows:
             row["busy_pct"] = 100 * busy.get(row["model"], 0.0) / elapsed_ms
+            row["level_ms"] = elapsed_ms
         return records
 
     def details(self) -> dict:
@@ -137,7 +164,8 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
     parser.add_argument("after", type=Path)
     parser.add_argument("--label", default="")
     args = parser.parse_args(argv)
-    print(markdown([(args.label, per_model(args.before.read_text(), args.after.read_text()))]), end="")
+    levels = [(args.label, per_model(args.before.read_text(), args.after.read_text()))]
+    print(markdown(levels) + decode_markdown(levels), end="")
     return 0
 
 

@@ -7,7 +7,7 @@ import json
 import time
 
 from perf.step_breakdown import PartTimer, breakdown_row, markdown
-from perf.triton_metrics import LevelMetrics, busy_ms, per_model
+from perf.triton_metrics import LevelMetrics, busy_ms, decode_markdown, per_model
 from perf.triton_metrics import markdown as metrics_markdown
 
 
@@ -36,6 +36,29 @@ def test_metrics_diff_per_request_and_batch():
     assert "busy_pct" not in row
     table = metrics_markdown([("c=16", rows)])
     assert "| c=16 | vocoder | 200 | 10 | 20.0 | 0 |" in table and table.rstrip().endswith("| - |")
+
+
+def decode_snapshot(steps: int, stream_steps: int, step_s: float, gate_s: float) -> str:
+    labels = '{model="ar_decoder",instance="ar_decoder_0_0"}'
+    return "\n".join([
+        'nv_inference_request_success{model="ar_decoder",version="1"} ' + str(steps // 10),
+        f"voxcpm_decode_steps_total{labels} {steps}",
+        f"voxcpm_decode_stream_steps_total{labels} {stream_steps}",
+        f"voxcpm_decode_step_seconds_total{labels} {step_s}",
+        f"voxcpm_decode_gate_seconds_total{labels} {gate_s}",
+        f"voxcpm_decode_handoff_seconds_total{labels} 0",
+        f"voxcpm_live_slots{labels} 3",
+    ])
+
+
+def test_decoder_engine_time_per_step():
+    rows = per_model(decode_snapshot(100, 400, 1.0, 0.0), decode_snapshot(300, 6800, 4.0, 0.5))
+    assert rows[0]["decode"] == {"steps": 200, "stream_steps": 6400, "step_seconds": 3.0, "gate_seconds": 0.5,
+                                 "handoff_seconds": 0.0}
+    rows[0]["level_ms"] = 5000.0
+    table = decode_markdown([("c=32", rows)])
+    assert "| c=32 | 200 | 32.0 | 15.00 | 2.50 | 0.00 | 60 | 10 |" in table
+    assert decode_markdown([("c=1", per_model(snapshot(1, 1, 0.0, 0.0), snapshot(2, 2, 0.0, 0.0)))]) == ""
 
 
 def stats(batches: dict[int, tuple[int, int]]) -> dict:

@@ -17,6 +17,7 @@ from __future__ import annotations
 import logging
 import queue
 import threading
+import time
 from typing import Callable, Protocol
 
 import numpy as np
@@ -45,7 +46,8 @@ class EngineLoop:
     live stream ids and returns those to end (the ar_decoder's view of cancellations posted by its
     other instances). `before_step`, when given, is called with the number of live streams before
     each step and may block (back-pressure). `delivery_threads` share the streams' sinks. A window
-    sent carries at most `chunk_patches` new patches (1: each patch in its own window)."""
+    sent carries at most `chunk_patches` new patches (1: each patch in its own window). `meter`,
+    when given, records each step's times (the engine thread's share of served time)."""
 
     def __init__(
         self,
@@ -56,6 +58,7 @@ class EngineLoop:
         before_step: Callable[[int], None] | None = None,
         delivery_threads: int = 4,
         chunk_patches: int = 1,
+        meter: StepMeter | None = None,
     ) -> None:
         if cancel_checks_per_step < 1:
             raise ValueError(f"cancel_checks_per_step={cancel_checks_per_step}; must be >= 1")
@@ -68,6 +71,7 @@ class EngineLoop:
         self._cancel_checks = cancel_checks_per_step
         self._cancel_source = cancel_source
         self._before_step = before_step
+        self._meter = meter
         self._sinks: dict[str, StreamSink] = {}
         self._chunk_patches = chunk_patches
         self._chunkers: dict[str, PatchChunker] = {}  # used by the stream's delivery thread only
@@ -149,14 +153,20 @@ class EngineLoop:
     def _run(self) -> None:
         while True:
             with self._lock:
+                idle = not self._engine.has_work and not self._stopping
+            if idle and self._meter is not None:
+                self._meter.flush()  # outside the lock: publishing is a round trip
+            with self._lock:
                 # has_work also covers streams cancelled since the last step: their slots are
                 # released by the next step.
                 while not self._engine.has_work and not self._stopping:
                     self._wake.wait()
                 if self._stopping:
                     return
+            started = time.perf_counter()
             if self._before_step is not None:
                 self._before_step(self.live_streams)
+            gated = time.perf_counter()
             try:
                 outputs = self._engine.step()
             except Exception as exc:  # a failed step must not leave streams hanging
@@ -164,6 +174,7 @@ class EngineLoop:
                 for outbox in self._outboxes:
                     outbox.put(f"engine step failed: {type(exc).__name__}: {exc}")
                 continue
+            stepped = time.perf_counter()
             shares: list[list] = [[] for _ in self._outboxes]
             with self._lock:
                 for output in outputs:  # a stream no longer registered was cancelled: dropped
@@ -172,6 +183,8 @@ class EngineLoop:
                         shares[owner].append(output)
             for outbox, share in zip(self._outboxes, shares):
                 outbox.put(share)  # waits while that thread still delivers two steps
+            if self._meter is not None:
+                self._meter.record(len(outputs), gated - started, stepped - gated, time.perf_counter() - stepped)
             self._report_slots()
 
     def _deliver_loop(self, worker: int) -> None:

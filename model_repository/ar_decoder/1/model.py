@@ -16,6 +16,7 @@ from voxcpm_triton.serving import inputs, model_settings
 from voxcpm_triton.serving.cancel_board import CancelBoard, board_folder
 from voxcpm_triton.serving.engine_loop import EngineLoop
 from voxcpm_triton.serving.request_tensors import WIRE_DTYPES, from_wire
+from voxcpm_triton.serving.step_meter import StepMeter
 from voxcpm_triton.serving.window_backlog import BacklogGate, WindowCounter, counter_path
 from voxcpm_triton.serving.warm_up import warm_up_engine
 
@@ -54,6 +55,35 @@ class _ResponseSink:
         return self.sender.is_cancelled()
 
 
+# Counters fed by StepMeter: (metric name, StepTotals field, description).
+STEP_COUNTERS = (
+    ("voxcpm_decode_steps_total", "steps", "Engine steps run"),
+    ("voxcpm_decode_stream_steps_total", "stream_steps", "Streams summed over engine steps (patches made)"),
+    ("voxcpm_decode_step_seconds_total", "step_s", "Seconds in engine steps (admissions and decode)"),
+    ("voxcpm_decode_gate_seconds_total", "gate_s", "Seconds the engine waited for the vocoder's back-pressure"),
+    ("voxcpm_decode_handoff_seconds_total", "handoff_s",
+     "Seconds the engine waited for a delivery thread still sending earlier steps"),
+)
+
+
+class _StepCounters:
+    """The engine thread's time as Triton custom metrics (port 8002, next to nv_inference_*)."""
+
+    def __init__(self, labels):
+        self.families = []  # kept: a dropped family unregisters its metrics
+        self.counters = []
+        for name, field, description in STEP_COUNTERS:
+            family = pb_utils.MetricFamily(name=name, description=description, kind=pb_utils.MetricFamily.COUNTER)
+            self.families.append(family)
+            self.counters.append((family.Metric(labels=labels), field))
+
+    def publish(self, totals):
+        for counter, field in self.counters:
+            value = getattr(totals, field)
+            if value:
+                counter.increment(value)
+
+
 class TritonPythonModel:
     def initialize(self, args):
         model_config = json.loads(args["model_config"])
@@ -83,9 +113,11 @@ class TritonPythonModel:
             description="Engine slots held by live streams (0 when idle: no leaked slots)",
             kind=pb_utils.MetricFamily.GAUGE,
         )
-        self.slot_gauge = family.Metric(labels={"model": args["model_name"], "instance": args["model_instance_name"]})
+        labels = {"model": args["model_name"], "instance": args["model_instance_name"]}
+        self.slot_gauge = family.Metric(labels=labels)
         self.slot_family = family  # kept: a dropped family unregisters its metrics
         self.slot_gauge.set(0)
+        self.step_counters = _StepCounters(labels)
         self.ids = itertools.count()
         # Shared by this server's ar_decoder instances: a CANCEL_ID may reach any of them. The stub's
         # parent process is tritonserver.
@@ -96,6 +128,7 @@ class TritonPythonModel:
         self.loop = EngineLoop(
             engine, on_live_slots=self._report_slots, cancel_source=self._posted_cancels, before_step=gate,
             chunk_patches=model_settings.int_parameter(parameters, "chunk_patches", DEFAULT_MAX_NEW, 1, 64),
+            meter=StepMeter(self.step_counters.publish),
         )
         self.loop.start()
         pb_utils.Logger.log_info(f"ar_decoder: checkpoint {folder} on {device} ({dtype}), window {window_patches}")
