@@ -22,6 +22,14 @@
 # Which checkpoint is served: see README.md ("Serving a real checkpoint"); the environment is passed
 # to the models unchanged.
 #
+# VOXCPM_MPS=1 starts a private CUDA MPS control daemon first (pipe and log folders under
+# build/out/mps/<pid>/) and serves under it: the ar_decoder's and the vocoder's processes then run
+# kernels side by side instead of taking turns in time slices, which shortens the first chunk under
+# steady load (perf/RESULTS.md run 48). The daemon outlives the server (this script execs it); the
+# next start stops the daemons of servers that are gone, or stop it yourself with
+# `CUDA_MPS_PIPE_DIRECTORY=build/out/mps/<pid>/pipe nvidia-cuda-mps-control <<< quit`. Leave it off
+# where MPS is already set up for the whole node (the daemon's environment is then inherited).
+#
 # Examples:
 #   build/tritonserver.sh
 #   TRITON_GRPC_PORT=9001 build/tritonserver.sh --log-verbose=1
@@ -86,6 +94,25 @@ for region in /dev/shm/voxcpm_*_* /dev/shm/voxcpm-backlog-* /dev/shm/voxcpm-canc
     case "$pid" in '' | *[!0-9]*) continue ;; esac
     kill -0 "$pid" 2>/dev/null || rm -rf "$region"
 done
+# Private MPS daemons of servers that are gone (VOXCPM_MPS=1 below), named by the server's PID.
+for folder in "$OUT"/mps/*/; do
+    [ -d "$folder" ] || continue
+    pid="$(basename "$folder")"
+    case "$pid" in '' | *[!0-9]*) continue ;; esac
+    kill -0 "$pid" 2>/dev/null && continue
+    CUDA_MPS_PIPE_DIRECTORY="$folder/pipe" nvidia-cuda-mps-control <<< quit >/dev/null 2>&1 || true
+    rm -rf "$folder"
+done
+if [ "${VOXCPM_MPS:-0}" = "1" ]; then
+    if ! command -v nvidia-cuda-mps-control >/dev/null; then
+        echo "tritonserver.sh: VOXCPM_MPS=1 needs nvidia-cuda-mps-control (the NVIDIA driver's utilities)" >&2
+        exit 1
+    fi
+    export CUDA_MPS_PIPE_DIRECTORY="$OUT/mps/$$/pipe" CUDA_MPS_LOG_DIRECTORY="$OUT/mps/$$/log"
+    mkdir -p "$CUDA_MPS_PIPE_DIRECTORY" "$CUDA_MPS_LOG_DIRECTORY"
+    nvidia-cuda-mps-control -d
+fi
+
 if ! printf '%s\n' "${ARGS[@]}" | grep -q 'shm-region-prefix-name'; then
     DEFAULTS+=("--backend-config=python,shm-region-prefix-name=voxcpm_$$_")
 fi
