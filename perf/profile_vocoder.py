@@ -202,7 +202,7 @@ def main(argv: list[str] | None = None) -> int:
     rows: list[dict] = []
     for mode in modes:
         built = time.perf_counter()
-        vocoder = WindowedVocoder(vae, PATCH_SIZE, **MODES[mode])
+        vocoder = WindowedVocoder(vae, PATCH_SIZE, max_new_patches=max(news), **MODES[mode])
         graphs = 0 if vocoder.graphs is None else len(vocoder.graphs.captured)
         print(f"{mode}: built in {time.perf_counter() - built:.1f} s ({graphs} CUDA graphs)", flush=True)
         seconds_per_patch = vocoder.samples_per_patch / vocoder.sample_rate
