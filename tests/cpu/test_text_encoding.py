@@ -18,7 +18,8 @@ AUDIO = (0.2 * np.sin(np.arange(RATE // 2) * 0.07)).astype(np.float32)
 def _encoding(tmp_path_factory, variant):
     loaded = load_checkpoint(make_checkpoint(tmp_path_factory.mktemp(variant) / "tiny", variant, size="tiny"))
     vae = loaded.audio_vae
-    return TextEncoding(Frontend(loaded), VoiceCache(8), loaded.config.patch_size * vae.decode_hop_length / vae.sample_rate)
+    voices = VoiceCache(tmp_path_factory.mktemp(f"{variant}-voices"), 8)
+    return TextEncoding(Frontend(loaded), voices, loaded.config.patch_size * vae.decode_hop_length / vae.sample_rate)
 
 
 @pytest.fixture(scope="module")

@@ -1,4 +1,7 @@
-"""voxcpm_triton.voice_cache: register, reuse, unknown id message, LRU bound."""
+"""voxcpm_triton.voice_cache: register, reuse, unknown id message, LRU bound, and one store shared
+by several caches (the text_encoder instances of one server)."""
+
+import os
 
 import pytest
 import torch
@@ -6,25 +9,36 @@ import torch
 from voxcpm_triton.voice_cache import CachedVoice, UnknownVoiceError, VoiceCache
 
 
-def _voice(value: float) -> CachedVoice:
-    return CachedVoice(torch.full((2, 4, 8), value), "prompt")
+def _voice(value: float, prompt_text: str | None = "prompt") -> CachedVoice:
+    return CachedVoice(torch.full((2, 4, 8), value), prompt_text)
 
 
-def test_registered_voice_is_returned():
-    cache = VoiceCache()
+def test_registered_voice_is_returned(tmp_path):
+    cache = VoiceCache(tmp_path)
     cache.put("alice", _voice(1.0))
-    assert torch.equal(cache.get("alice").latents, torch.full((2, 4, 8), 1.0))
+    voice = cache.get("alice")
+    assert torch.equal(voice.latents, torch.full((2, 4, 8), 1.0)) and voice.prompt_text == "prompt"
+    cache.put("carol", _voice(2.0, prompt_text=None))
+    assert cache.get("carol").prompt_text is None
 
 
-def test_unknown_voice_says_how_to_register():
+def test_unknown_voice_says_how_to_register(tmp_path):
     with pytest.raises(UnknownVoiceError, match="VOICE_ID 'bob' is not registered; register it by sending PROMPT_AUDIO"):
-        VoiceCache().get("bob")
+        VoiceCache(tmp_path).get("bob")
 
 
-def test_least_recently_used_voice_is_dropped_past_capacity():
-    cache = VoiceCache(capacity=2)
+def _age(cache: VoiceCache, voice_id: str, seconds_ago: float) -> None:
+    """Backdate a voice's last use (file times are too close together to order otherwise)."""
+    when = 1_000_000_000 - seconds_ago
+    os.utime(cache._path(voice_id), (when, when))
+
+
+def test_least_recently_used_voice_is_dropped_past_capacity(tmp_path):
+    cache = VoiceCache(tmp_path, capacity=2)
     cache.put("a", _voice(1.0))
+    _age(cache, "a", 30)
     cache.put("b", _voice(2.0))
+    _age(cache, "b", 20)
     cache.get("a")  # a is now more recent than b
     cache.put("c", _voice(3.0))
     assert len(cache) == 2
@@ -34,7 +48,22 @@ def test_least_recently_used_voice_is_dropped_past_capacity():
         cache.get("b")
 
 
+def test_instances_share_their_voices_and_one_bound(tmp_path):
+    first, second = VoiceCache(tmp_path, capacity=2), VoiceCache(tmp_path, capacity=2)
+    first.put("a", _voice(1.0))
+    assert torch.equal(second.get("a").latents, torch.full((2, 4, 8), 1.0))
+    second.put("a", _voice(5.0, prompt_text=None))  # re-registered through the other instance
+    assert first.get("a").prompt_text is None and float(first.get("a").latents[0, 0, 0]) == 5.0
+    _age(first, "a", 10)
+    second.put("b", _voice(2.0))
+    first.put("c", _voice(3.0))
+    assert len(first) == len(second) == 2
+    with pytest.raises(UnknownVoiceError):
+        second.get("a")
+    assert not list(tmp_path.glob("*.tmp"))
+
+
 @pytest.mark.parametrize("voice_id, message", [("", "VOICE_ID is empty"), ("x" * 129, "allowed 1..128")])
-def test_bad_voice_ids(voice_id, message):
+def test_bad_voice_ids(tmp_path, voice_id, message):
     with pytest.raises(ValueError, match=message):
-        VoiceCache().put(voice_id, _voice(0.0))
+        VoiceCache(tmp_path).put(voice_id, _voice(0.0))

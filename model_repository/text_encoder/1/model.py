@@ -1,12 +1,14 @@
 """Triton adapter for voxcpm_triton.serving.text_encoding: decode tensors, call, encode tensors."""
 
 
+import os
+
 import triton_python_backend_utils as pb_utils
 
 from voxcpm_triton.frontend import Frontend
 from voxcpm_triton.serving import model_settings
 from voxcpm_triton.serving.text_encoding import TextEncoding
-from voxcpm_triton.voice_cache import VoiceCache
+from voxcpm_triton.voice_cache import VoiceCache, voices_folder
 
 
 class TritonPythonModel:
@@ -15,7 +17,9 @@ class TritonPythonModel:
         vae = loaded.audio_vae
         seconds_per_patch = loaded.config.patch_size * vae.decode_hop_length / vae.sample_rate
         capacity = model_settings.int_parameter(parameters, "voice_cache_size", 1024, 1, 1_000_000)
-        self.encoding = TextEncoding(Frontend(loaded), VoiceCache(capacity), seconds_per_patch)
+        # Shared by this server's text_encoder instances (the stub's parent process is tritonserver).
+        voices = VoiceCache(voices_folder(os.getppid()), capacity)
+        self.encoding = TextEncoding(Frontend(loaded), voices, seconds_per_patch)
         pb_utils.Logger.log_info(f"text_encoder: checkpoint {folder} on {device}")
 
     def execute(self, requests):
