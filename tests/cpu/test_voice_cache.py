@@ -1,7 +1,9 @@
 """voxcpm_triton.voice_cache: register, reuse, unknown id message, LRU bound, and one store shared
 by several caches (the text_encoder instances of one server)."""
 
+import multiprocessing
 import os
+from pathlib import Path
 
 import pytest
 import torch
@@ -67,3 +69,29 @@ def test_instances_share_their_voices_and_one_bound(tmp_path):
 def test_bad_voice_ids(tmp_path, voice_id, message):
     with pytest.raises(ValueError, match=message):
         VoiceCache(tmp_path).put(voice_id, _voice(0.0))
+
+
+def _churn(folder: str, worker: int, rounds: int) -> int:
+    """Register and read voices under a small bound while another process does the same; returns
+    how many reads found a voice (the others were evicted meanwhile, which is allowed)."""
+    cache = VoiceCache(Path(folder), capacity=3)
+    found = 0
+    for step in range(rounds):
+        cache.put(f"w{worker}-{step % 5}", _voice(float(worker * 1000 + step)))
+        for other in range(2):
+            try:
+                voice = cache.get(f"w{other}-{step % 5}")
+            except UnknownVoiceError:
+                continue
+            assert voice.latents.shape == (2, 4, 8) and float(voice.latents[0, 0, 0]) // 1000 == other
+            found += 1
+    return found
+
+
+def test_two_processes_register_and_read_at_once(tmp_path):
+    context = multiprocessing.get_context("spawn")
+    with context.Pool(2) as pool:
+        found = pool.starmap(_churn, [(str(tmp_path), worker, 200) for worker in range(2)])
+    assert min(found) > 0
+    # Two evictions racing may each drop a different voice: the bound holds, the count may dip below it.
+    assert 1 <= len(VoiceCache(tmp_path, capacity=3)) <= 3 and not list(tmp_path.glob("*.tmp"))
