@@ -1,4 +1,4 @@
-"""The engine that launches step n+1 before booking step n (launch_ahead, the CUDA default) gives
+"""The engine that launches step n+1 before booking step n (launch_ahead, opt-in with VOXCPM_LAUNCH_AHEAD=1) gives
 every stream what the one-step-at-a-time engine gives, drops the extra step of a stream whose stop
 head fired, never launches past a budget, and leaves no slot or step behind."""
 
