@@ -14,6 +14,7 @@ from typing import NamedTuple
 
 import torch
 
+from voxcpm_triton.audio.chunks import DEFAULT_MAX_NEW
 from voxcpm_triton.checkpoint.loader import LoadedCheckpoint, load_checkpoint
 
 CHECKPOINT_ENV = "VOXCPM_CHECKPOINT"
@@ -53,6 +54,12 @@ def torch_dtype(parameters: dict[str, str], default: str = "float32") -> torch.d
     if name not in DTYPES:
         raise ValueError(f"parameter dtype={name!r}; allowed {sorted(DTYPES)}")
     return DTYPES[name]
+
+
+def chunk_patches(parameters: dict[str, str]) -> int:
+    """`chunk_patches`: new patches per window at most (ar_decoder), the largest count with CUDA
+    graphs (vocoder); the two models' configs keep it equal."""
+    return int_parameter(parameters, "chunk_patches", DEFAULT_MAX_NEW, 1, 64)
 
 
 def int_parameter(parameters: dict[str, str], name: str, default: int, low: int, high: int) -> int:

@@ -8,7 +8,6 @@ import os
 import numpy as np
 import triton_python_backend_utils as pb_utils
 
-from voxcpm_triton.audio.chunks import DEFAULT_MAX_NEW
 from voxcpm_triton.audio.vocoder import window_patches as vocoder_window_patches
 from voxcpm_triton.checkpoint.loader import load_checkpoint
 from voxcpm_triton.engine.engine import Engine
@@ -127,7 +126,7 @@ class TritonPythonModel:
         gate = BacklogGate(self.window_counter, windows_ahead).wait if windows_ahead else None
         self.loop = EngineLoop(
             engine, on_live_slots=self._report_slots, cancel_source=self._posted_cancels, before_step=gate,
-            chunk_patches=model_settings.int_parameter(parameters, "chunk_patches", DEFAULT_MAX_NEW, 1, 64),
+            chunk_patches=model_settings.chunk_patches(parameters),
             meter=StepMeter(self.step_counters.publish),
         )
         self.loop.start()

@@ -6,7 +6,6 @@ import os
 import numpy as np
 import triton_python_backend_utils as pb_utils
 
-from voxcpm_triton.audio.chunks import DEFAULT_MAX_NEW
 from voxcpm_triton.audio.vocoder import WindowedVocoder
 from voxcpm_triton.serving import model_settings
 from voxcpm_triton.serving.warm_up import warm_up_vocoder
@@ -17,8 +16,8 @@ class TritonPythonModel:
     def initialize(self, args):
         parameters, folder, device, loaded = model_settings.load_audio_side(args)
         # CUDA graphs cover the windows of up to this many new patches (ar_decoder's chunk_patches).
-        chunk_patches = model_settings.int_parameter(parameters, "chunk_patches", DEFAULT_MAX_NEW, 1, 64)
-        self.vocoder = WindowedVocoder(loaded.audio_vae, loaded.config.patch_size, max_new_patches=chunk_patches)
+        self.vocoder = WindowedVocoder(loaded.audio_vae, loaded.config.patch_size,
+                                       max_new_patches=model_settings.chunk_patches(parameters))
         warm_up_vocoder(self.vocoder)
         # Windows decoded, read by ar_decoder's back-pressure (the stub's parent is tritonserver).
         self.window_counter = WindowCounter(counter_path(os.getppid()), "decoded")
