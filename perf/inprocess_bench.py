@@ -39,7 +39,8 @@ class InProcessSystem:
                  chunk_patches: int = DEFAULT_MAX_NEW):
         loaded = load_checkpoint(checkpoint, dtype=dtype, device=device)
         self.frontend = Frontend(loaded)
-        self.vocoder = WindowedVocoder(loaded.audio_vae, loaded.config.patch_size)
+        # Graphs for every window shape the chunking below makes, as the vocoder model's chunk_patches.
+        self.vocoder = WindowedVocoder(loaded.audio_vae, loaded.config.patch_size, max_new_patches=chunk_patches)
         # The server's max_context (4096), or the checkpoint's own limit where that is smaller (tiny).
         self.max_context = min(max_context, loaded.config.max_length)
         # Each step's windows go through the vocoder before the next step is queued: on one CUDA

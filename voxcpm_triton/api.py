@@ -19,10 +19,10 @@ from pathlib import Path
 import numpy as np
 import torch
 
+from voxcpm_triton.audio.chunks import DEFAULT_MAX_NEW
 from voxcpm_triton.audio.vocoder import WindowedVocoder
 from voxcpm_triton.checkpoint.loader import LoadedCheckpoint, load_checkpoint
 from voxcpm_triton.config import load_config
-from voxcpm_triton.audio.chunks import DEFAULT_MAX_NEW
 from voxcpm_triton.engine.engine import Engine
 from voxcpm_triton.frontend import Frontend
 from voxcpm_triton.serving.engine_loop import EngineLoop
