@@ -31,6 +31,10 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
     return parser.parse_args(argv)
 
 
+def _progress(stats: StreamStats) -> str:
+    return f"{stats.chunks} chunks, {stats.audio_s:.2f} s of audio"
+
+
 def main(argv: list[str] | None = None) -> int:
     args = parse_args(argv)
     client = VoxCPMClient(args.url)
@@ -48,6 +52,9 @@ def main(argv: list[str] | None = None) -> int:
             return 0
         stats = StreamStats()
         chunks = []
+        # On a terminal the progress line is rewritten in place; in a log or a pipe, where the
+        # carriage returns would leave every update glued on one line, only the final count shows.
+        live = sys.stdout.isatty()
         for chunk in client.stream(
             args.text,
             stats,
@@ -63,8 +70,9 @@ def main(argv: list[str] | None = None) -> int:
             chunks.append(chunk)
             if stats.chunks == 1:
                 print(f"first chunk after {stats.first_chunk_s * 1000:.1f} ms")
-            print(f"\r{stats.chunks} chunks, {stats.audio_s:.2f} s of audio", end="", flush=True)
-        print()
+            if live:
+                print(f"\r{_progress(stats)}", end="", flush=True)
+        print(f"\r{_progress(stats)}" if live else _progress(stats))
     except KeyboardInterrupt:
         print("\ncancelled", file=sys.stderr)
         return 130

@@ -24,6 +24,10 @@ def test_cli_writes_wav_and_reports_latency(triton_server, tmp_path):
     audio, rate = soundfile.read(out)
     assert rate == 48000 and 0 < audio.size <= 4 * 7680
     assert "first chunk" in run.stdout and "RTF" in run.stdout
+    # Not a terminal: one progress line with the final count, no carriage-return updates.
+    assert "\r" not in run.stdout
+    progress = [line for line in run.stdout.splitlines() if line.endswith("s of audio")]
+    assert len(progress) == 1 and progress[0].endswith(f" chunks, {audio.size / rate:.2f} s of audio"), run.stdout
 
     run = _cli("unused", "--url", triton_server.grpc_url, "--register-only", "--voice-id", "cli-voice",
                "--prompt-wav", str(out), "--prompt-text", "Hello.")
