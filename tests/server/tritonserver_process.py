@@ -159,6 +159,7 @@ def start_server(
     env_overrides: dict[str, str],
     config_name: str | None = "cpu",
     ready_timeout_s: float = 180.0,
+    extra_args: tuple[str, ...] = (),
 ) -> TritonServer:
     clean_stale_shm()
     if LAUNCHER.is_file() and Path(sys.prefix).resolve() == SETUP_VENV.resolve():
@@ -178,6 +179,7 @@ def start_server(
     ]
     if config_name is not None:  # None: each model's config.pbtxt (the GPU configs)
         command += ["--model-config-name", config_name]
+    command += list(extra_args)
     log_path = workdir / "tritonserver.log"
     log_file = open(log_path, "w")
     process = subprocess.Popen(command, env=env, stdout=log_file, stderr=subprocess.STDOUT, cwd=workdir)
