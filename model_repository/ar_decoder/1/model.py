@@ -14,6 +14,7 @@ from voxcpm_triton.engine.engine import Engine
 from voxcpm_triton.serving import inputs, model_settings
 from voxcpm_triton.serving.cancel_board import CancelBoard, board_folder
 from voxcpm_triton.serving.engine_loop import EngineLoop
+from voxcpm_triton.serving.orphan_guard import exit_with_server
 from voxcpm_triton.serving.request_tensors import WIRE_DTYPES, from_wire
 from voxcpm_triton.serving.step_meter import StepMeter
 from voxcpm_triton.serving.window_backlog import BacklogGate, WindowCounter, counter_path
@@ -85,6 +86,7 @@ class _StepCounters:
 
 class TritonPythonModel:
     def initialize(self, args):
+        exit_with_server(os.getppid())  # the stub's parent is tritonserver
         model_config = json.loads(args["model_config"])
         if not pb_utils.using_decoupled_model_transaction_policy(model_config):
             raise pb_utils.TritonModelException("ar_decoder streams many responses per request: set decoupled: true")

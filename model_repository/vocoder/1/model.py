@@ -8,12 +8,14 @@ import triton_python_backend_utils as pb_utils
 
 from voxcpm_triton.audio.vocoder import WindowedVocoder
 from voxcpm_triton.serving import model_settings
+from voxcpm_triton.serving.orphan_guard import exit_with_server
 from voxcpm_triton.serving.warm_up import warm_up_vocoder
 from voxcpm_triton.serving.window_backlog import WindowCounter, counter_path
 
 
 class TritonPythonModel:
     def initialize(self, args):
+        exit_with_server(os.getppid())  # the stub's parent is tritonserver
         parameters, folder, device, loaded = model_settings.load_audio_side(args)
         # CUDA graphs cover the windows of up to this many new patches (ar_decoder's chunk_patches).
         self.vocoder = WindowedVocoder(loaded.audio_vae, loaded.config.patch_size,
