@@ -4,8 +4,9 @@ Triton's Python backend runs every model instance in a stub process, and a stub 
 died (killed, crashed) is meant to notice and exit on its own. On this machine, after a SIGKILL of
 tritonserver during a stream, the text_encoder stubs exited within a second, but the ar_decoder's
 (and at times the vocoder's) stayed alive indefinitely, every thread waiting on a futex. These two
-are the models with threads or calls of their own in flight when the server goes. On a GPU such an
-orphan would keep its memory (tens of GB for the decoder) from the restarted server. So each of
+are the models with threads or calls of their own in flight when the server goes. (On the H200, in
+one try with a tiny checkpoint, every stub exited by itself; perf/RESULTS.md run 57.) On a GPU such
+an orphan would keep its memory (tens of GB for the decoder) from the restarted server. So each of
 them starts this guard: a daemon thread that ends the process outright as soon as the stub's parent
 is no longer the server that started it. It does no clean-up: the next server start removes what a
 dead server left in /dev/shm.
