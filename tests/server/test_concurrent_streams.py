@@ -1,6 +1,9 @@
 """Eight concurrent streams of mixed length through the ensemble each equal their solo output: the
-engine's batching and the vocoder's dynamic batching do not mix streams."""
+engine's batching and the vocoder's dynamic batching do not mix streams. More streams than the
+decoder has slots all complete: the rest wait in its queue."""
 
+import threading
+import time
 from concurrent.futures import ThreadPoolExecutor
 
 import numpy as np
@@ -35,4 +38,32 @@ def test_eight_concurrent_streams_equal_their_solo_output(triton_server):
     for (text, _, _), alone, batched in zip(REQUESTS, solo, together):
         assert [chunk.size for chunk in batched] == [chunk.size for chunk in alone], text
         np.testing.assert_allclose(np.concatenate(batched), np.concatenate(alone), rtol=0, atol=1e-5, err_msg=text)
+    assert triton_server.wait_idle() == 0
+
+
+def test_more_streams_than_decoder_slots_all_complete(triton_server):
+    # The CPU config's ar_decoder holds 16 streams; the others wait in its engine's queue and are
+    # admitted as slots free up, each still giving its solo audio.
+    requests = [(f"Stream number {index} of many.", 3.0, 100 + index) for index in range(24)]
+    url = triton_server.grpc_url
+    peak, done = [0.0], threading.Event()
+
+    def watch_slots() -> None:
+        while not done.is_set():
+            peak[0] = max(peak[0], triton_server.live_slots())
+            time.sleep(0.05)
+
+    watcher = threading.Thread(target=watch_slots)
+    watcher.start()
+    try:
+        with ThreadPoolExecutor(len(requests)) as pool:
+            together = list(pool.map(lambda request: _run(url, *request), requests))
+    finally:
+        done.set()
+        watcher.join()
+    assert peak[0] == 16, f"the decoder's 16 slots should all have been taken (peak {peak[0]})"
+    for index in (0, len(requests) - 1):
+        alone = np.concatenate(_run(url, *requests[index]))
+        np.testing.assert_allclose(np.concatenate(together[index]), alone, rtol=0, atol=1e-5)
+    assert all(sum(chunk.size for chunk in chunks) > 0 for chunks in together)
     assert triton_server.wait_idle() == 0
