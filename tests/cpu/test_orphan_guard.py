@@ -9,6 +9,8 @@ import subprocess
 import sys
 import time
 
+from tests.process_state import running
+
 # The middle process starts a worker that guards against the middle one's death, prints the
 # worker's PID and waits; the worker's main thread would otherwise sleep for a minute.
 MIDDLE = """
@@ -25,26 +27,18 @@ time.sleep(60)
 """
 
 
-def _running(pid: int) -> bool:
-    try:
-        with open(f"/proc/{pid}/stat") as stat:
-            return stat.read().rsplit(")", 1)[1].split()[0] != "Z"
-    except OSError:
-        return False
-
-
 def test_worker_ends_when_its_parent_is_killed():
     middle = subprocess.Popen([sys.executable, "-c", MIDDLE, WORKER], stdout=subprocess.PIPE, text=True)
     worker = int(middle.stdout.readline())
     try:
         time.sleep(0.5)
-        assert _running(worker), "the guard must leave a worker with a live parent alone"
+        assert running(worker), "the guard must leave a worker with a live parent alone"
         middle.send_signal(signal.SIGKILL)
         middle.wait()
         deadline = time.monotonic() + 10
-        while _running(worker) and time.monotonic() < deadline:
+        while running(worker) and time.monotonic() < deadline:
             time.sleep(0.05)
-        assert not _running(worker)
+        assert not running(worker)
     finally:
-        if _running(worker):
+        if running(worker):
             os.kill(worker, signal.SIGKILL)

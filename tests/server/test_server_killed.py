@@ -12,36 +12,15 @@ import time
 import pytest
 
 from client.streaming import VoxCPMClient, VoxCPMError
+from tests.process_state import children, running
 from tritonserver_process import REPO, start_server
 
 pytestmark = pytest.mark.server
 
 
-def _children(pid: int) -> list[int]:
-    children = []
-    for entry in os.listdir("/proc"):
-        if entry.isdigit():
-            try:
-                with open(f"/proc/{entry}/stat") as stat:
-                    fields = stat.read().rsplit(")", 1)[1].split()
-            except OSError:
-                continue
-            if int(fields[1]) == pid:
-                children.append(int(entry))
-    return children
-
-
-def _running(pid: int) -> bool:
-    try:
-        with open(f"/proc/{pid}/stat") as stat:
-            return stat.read().rsplit(")", 1)[1].split()[0] != "Z"
-    except OSError:
-        return False
-
-
 def test_killed_server_leaves_no_model_process(tiny_checkpoint, tmp_path):
     server = start_server(REPO / "model_repository", tmp_path, {"VOXCPM_CHECKPOINT": str(tiny_checkpoint)})
-    stubs = _children(server.process.pid)
+    stubs = children(server.process.pid)
     try:
         assert len(stubs) >= 3, "one stub per model instance"
         first_chunk, ended = threading.Event(), {}
@@ -62,13 +41,13 @@ def test_killed_server_leaves_no_model_process(tiny_checkpoint, tmp_path):
         server.process.wait(timeout=10)
 
         deadline = time.monotonic() + 10
-        while any(_running(pid) for pid in stubs) and time.monotonic() < deadline:
+        while any(running(pid) for pid in stubs) and time.monotonic() < deadline:
             time.sleep(0.2)
-        assert not [pid for pid in stubs if _running(pid)], "model processes outlived their server"
+        assert not [pid for pid in stubs if running(pid)], "model processes outlived their server"
         listener.join(10)
         assert ended.get("how", "").startswith("error"), ended
     finally:
         for pid in stubs:  # whatever is left, so that no test after this one shares the machine with it
-            if _running(pid):
+            if running(pid):
                 os.kill(pid, signal.SIGKILL)
         server.stop()
