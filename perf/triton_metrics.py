@@ -30,9 +30,12 @@ from collections import defaultdict
 from pathlib import Path
 from typing import Callable, Optional, Sequence
 
+from voxcpm_triton.serving.step_meter import COUNTERS as STEP_COUNTERS
+
 DURATIONS = ("request", "queue", "compute_input", "compute_infer", "compute_output")
 _LINE = re.compile(r'^((?:nv_inference|voxcpm_decode)_\w+)\{([^}]*)\}\s+([0-9.eE+-]+)$')
-DECODE = ("steps", "stream_steps", "step_seconds", "gate_seconds", "handoff_seconds")
+# The ar_decoder's engine-thread counters (serving/step_meter.py), by their names' middle parts.
+DECODE = tuple(name.removeprefix("voxcpm_decode_").removesuffix("_total") for name, _, _ in STEP_COUNTERS)
 
 
 def parse(text: str) -> dict[str, dict[str, float]]:

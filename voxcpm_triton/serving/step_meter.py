@@ -28,6 +28,18 @@ class StepTotals:
         return self.steps > 0 or self.gate_s > 0.0
 
 
+# The ar_decoder's Prometheus counters of StepTotals: (metric name, StepTotals field, description).
+# perf/triton_metrics.py reads them back by these names.
+COUNTERS = (
+    ("voxcpm_decode_steps_total", "steps", "Engine steps run"),
+    ("voxcpm_decode_stream_steps_total", "stream_steps", "Streams summed over engine steps (patches made)"),
+    ("voxcpm_decode_step_seconds_total", "step_s", "Seconds in engine steps (admissions and decode)"),
+    ("voxcpm_decode_gate_seconds_total", "gate_s", "Seconds the engine waited for the vocoder's back-pressure"),
+    ("voxcpm_decode_handoff_seconds_total", "handoff_s",
+     "Seconds the engine waited for a delivery thread still sending earlier steps"),
+)
+
+
 class StepMeter:
     """Accumulates per-step times from the engine thread and passes `publish` what accrued since
     its last call."""

@@ -16,7 +16,7 @@ from voxcpm_triton.serving.cancel_board import CancelBoard, board_folder
 from voxcpm_triton.serving.engine_loop import EngineLoop
 from voxcpm_triton.serving.orphan_guard import exit_with_server
 from voxcpm_triton.serving.request_tensors import WIRE_DTYPES, from_wire
-from voxcpm_triton.serving.step_meter import StepMeter
+from voxcpm_triton.serving.step_meter import COUNTERS, StepMeter
 from voxcpm_triton.serving.window_backlog import BacklogGate, WindowCounter, counter_path
 from voxcpm_triton.serving.warm_up import warm_up_engine
 
@@ -55,24 +55,13 @@ class _ResponseSink:
         return self.sender.is_cancelled()
 
 
-# Counters fed by StepMeter: (metric name, StepTotals field, description).
-STEP_COUNTERS = (
-    ("voxcpm_decode_steps_total", "steps", "Engine steps run"),
-    ("voxcpm_decode_stream_steps_total", "stream_steps", "Streams summed over engine steps (patches made)"),
-    ("voxcpm_decode_step_seconds_total", "step_s", "Seconds in engine steps (admissions and decode)"),
-    ("voxcpm_decode_gate_seconds_total", "gate_s", "Seconds the engine waited for the vocoder's back-pressure"),
-    ("voxcpm_decode_handoff_seconds_total", "handoff_s",
-     "Seconds the engine waited for a delivery thread still sending earlier steps"),
-)
-
-
 class _StepCounters:
     """The engine thread's time as Triton custom metrics (port 8002, next to nv_inference_*)."""
 
     def __init__(self, labels):
         self.families = []  # kept: a dropped family unregisters its metrics
         self.counters = []
-        for name, field, description in STEP_COUNTERS:
+        for name, field, description in COUNTERS:
             family = pb_utils.MetricFamily(name=name, description=description, kind=pb_utils.MetricFamily.COUNTER)
             self.families.append(family)
             self.counters.append((family.Metric(labels=labels), field))
