@@ -18,8 +18,8 @@
 #                        (models then load configs/cpu.pbtxt where they have one), else none
 #   --backend-config=python,shm-region-prefix-name=voxcpm_<pid>_   (so stale regions of killed
 #                        servers can be told apart and removed at the next start, together with
-#                        the ar_decoder's /dev/shm/voxcpm-backlog-<pid> and voxcpm-cancel-<pid>, and
-#                        the text_encoder's voxcpm-voices-<pid>)
+#                        the ar_decoder's /dev/shm/voxcpm-backlog-<pid> and voxcpm-cancel-<pid>, the
+#                        vocoder's voxcpm-acks-<pid> and the text_encoder's voxcpm-voices-<pid>)
 # Which checkpoint is served: see README.md ("Serving a real checkpoint"); the environment is passed
 # to the models unchanged.
 #
@@ -84,9 +84,11 @@ fi
 
 # Python-backend shared-memory regions of a server that was killed stay in /dev/shm; ours carry the
 # server's PID (this shell's PID, which exec hands to tritonserver), so remove those of dead PIDs.
-# The ar_decoder's back-pressure counters and cancel board (voxcpm-backlog-<pid>, voxcpm-cancel-<pid>)
-# and the text_encoder's voices (voxcpm-voices-<pid>) carry the server's PID too.
-for region in /dev/shm/voxcpm_*_* /dev/shm/voxcpm-backlog-* /dev/shm/voxcpm-cancel-* /dev/shm/voxcpm-voices-*; do
+# The ar_decoder's back-pressure counters and cancel board (voxcpm-backlog-<pid>, voxcpm-cancel-<pid>),
+# the vocoder's decoded-window board (voxcpm-acks-<pid>) and the text_encoder's voices
+# (voxcpm-voices-<pid>) carry the server's PID too.
+for region in /dev/shm/voxcpm_*_* /dev/shm/voxcpm-backlog-* /dev/shm/voxcpm-cancel-* /dev/shm/voxcpm-acks-* \
+              /dev/shm/voxcpm-voices-*; do
     [ -e "$region" ] || continue
     case "$region" in
         /dev/shm/voxcpm_*) pid="${region#/dev/shm/voxcpm_}"; pid="${pid%%_*}" ;;

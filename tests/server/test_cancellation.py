@@ -4,8 +4,9 @@ A request sent to ar_decoder itself sees a gRPC cancellation at once (response_s
 Through the voxcpm ensemble, Triton 2.51 only cancels the ensemble's *next* step requests, not the
 decoder request already streaming, so the client library ends a stream it stops reading with a
 CANCEL_ID request to ar_decoder naming the stream's request id; the ensemble then finishes normally.
-(With a plain gRPC cancel the decoder would run the stream to its end, and Triton 2.51 keeps
-counting such an ensemble request as in flight: a server stop then waits out --exit-timeout-secs.)"""
+(A plain gRPC cancel is seen only when the stream's windows stop reaching the vocoder, seconds
+later: test_client_vanished.py. Triton 2.51 keeps counting such an ensemble request as in flight,
+so a server stop then waits out --exit-timeout-secs.)"""
 
 import queue
 import time

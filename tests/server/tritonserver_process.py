@@ -72,14 +72,15 @@ def live_shm_names() -> set[str]:
 
 def clean_stale_shm() -> None:
     """Remove python-backend shared memory left by killed servers (no live process maps it), and
-    the cancel boards, window counters and voice folders (voxcpm_triton.serving.cancel_board,
-    window_backlog, voxcpm_triton.voice_cache) of servers no longer running."""
+    the cancel boards, window counters, decoded-window boards and voice folders
+    (voxcpm_triton.serving.cancel_board, window_backlog, window_acks, voxcpm_triton.voice_cache) of
+    servers no longer running."""
     live = live_shm_names()
     for pattern in SHM_PATTERNS:
         for path in Path("/dev/shm").glob(pattern):
             if path.name not in live and path.is_file():
                 path.unlink(missing_ok=True)
-    for path in [path for kind in ("cancel", "backlog", "voices") for path in Path("/dev/shm").glob(f"voxcpm-{kind}-*")]:
+    for path in [path for kind in ("cancel", "backlog", "acks", "voices") for path in Path("/dev/shm").glob(f"voxcpm-{kind}-*")]:
         pid = path.name.split("-")[2].split(".")[0]
         if pid.isdigit() and not Path(f"/proc/{pid}").exists():
             if path.is_dir():

@@ -17,6 +17,7 @@ from voxcpm_triton.serving.engine_loop import EngineLoop
 from voxcpm_triton.serving.orphan_guard import exit_with_server
 from voxcpm_triton.serving.request_tensors import WIRE_DTYPES, from_wire
 from voxcpm_triton.serving.step_meter import COUNTERS, StepMeter
+from voxcpm_triton.serving.window_acks import AckBoard, StreamWatch, board_path
 from voxcpm_triton.serving.window_backlog import BacklogGate, WindowCounter, counter_path
 from voxcpm_triton.serving.warm_up import warm_up_engine
 
@@ -26,9 +27,10 @@ FINAL = pb_utils.TRITONSERVER_RESPONSE_COMPLETE_FINAL
 class _ResponseSink:
     """One stream's response sender; a failed send (client gone) must not stop the engine loop."""
 
-    def __init__(self, sender, counter):
+    def __init__(self, sender, counter, watch=None):
         self.sender = sender
         self.counter = counter  # windows sent, for the vocoder back-pressure
+        self.watch = watch  # whether the ensemble still takes this stream's windows (window_acks)
 
     def _send(self, response=None, flags=0):
         try:
@@ -44,15 +46,32 @@ class _ResponseSink:
                    pb_utils.Tensor("NEW_PATCHES", np.array([[new_patches]], dtype=np.int32))]
         self._send(pb_utils.InferenceResponse(tensors))
         self.counter.add(1)
+        if self.watch is not None:
+            self.watch.sent()
 
     def finish(self):
         self._send(flags=FINAL)
+        self._forget()
 
     def fail(self, message):
         self._send(pb_utils.InferenceResponse(error=pb_utils.TritonError(message)), flags=FINAL)
+        self._forget()
+
+    def _forget(self):
+        if self.watch is not None:
+            self.watch.board.forget(self.watch.request_id)
 
     def is_cancelled(self):
-        return self.sender.is_cancelled()
+        if self.sender.is_cancelled():
+            return True
+        if self.watch is not None and self.watch.abandoned():
+            # The client vanished or cancelled over gRPC: the ensemble no longer forwards windows.
+            pb_utils.Logger.log_info(
+                f"ar_decoder: ending stream '{self.watch.request_id}': {self.watch.windows_sent} windows sent, "
+                "none decoded for a while (client gone)"
+            )
+            return True
+        return False
 
 
 class _StepCounters:
@@ -113,6 +132,7 @@ class TritonPythonModel:
         # parent process is tritonserver.
         self.board = CancelBoard(board_folder(os.getppid()))
         self.window_counter = WindowCounter(counter_path(os.getppid()), "sent")
+        self.acks = AckBoard(board_path(os.getppid()))
         windows_ahead = model_settings.int_parameter(parameters, "windows_ahead", 2, 0, 1 << 20)
         gate = BacklogGate(self.window_counter, windows_ahead).wait if windows_ahead else None
         self.loop = EngineLoop(
@@ -130,11 +150,12 @@ class TritonPythonModel:
 
     def execute(self, requests):
         for request in requests:
-            sink = _ResponseSink(request.get_response_sender(), self.window_counter)
             cancel_id = pb_utils.get_input_tensor_by_name(request, "CANCEL_ID")
             if cancel_id is not None:
-                self._cancel(cancel_id.as_numpy(), sink)
+                self._cancel(cancel_id.as_numpy(), _ResponseSink(request.get_response_sender(), self.window_counter))
                 continue
+            sink = _ResponseSink(request.get_response_sender(), self.window_counter,
+                                 StreamWatch(self.acks, request.request_id()))
             arrays = {}
             for name in WIRE_DTYPES:
                 tensor = pb_utils.get_input_tensor_by_name(request, name)
@@ -177,6 +198,7 @@ class TritonPythonModel:
     def finalize(self):
         self.loop.stop()
         self.window_counter.close()
+        self.acks.close()
         try:
             self.board.folder.rmdir()  # the last instance to stop removes the (then empty) board
         except OSError:

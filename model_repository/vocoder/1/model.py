@@ -10,6 +10,7 @@ from voxcpm_triton.audio.vocoder import WindowedVocoder
 from voxcpm_triton.serving import model_settings
 from voxcpm_triton.serving.orphan_guard import exit_with_server
 from voxcpm_triton.serving.warm_up import warm_up_vocoder
+from voxcpm_triton.serving.window_acks import AckBoard, board_path
 from voxcpm_triton.serving.window_backlog import WindowCounter, counter_path
 
 
@@ -23,6 +24,8 @@ class TritonPythonModel:
         warm_up_vocoder(self.vocoder)
         # Windows decoded, read by ar_decoder's back-pressure (the stub's parent is tritonserver).
         self.window_counter = WindowCounter(counter_path(os.getppid()), "decoded")
+        # Windows decoded per stream: a decoder ends a stream whose windows stopped arriving here.
+        self.acks = AckBoard(board_path(os.getppid()))
         self.sample_rate = np.array([[self.vocoder.sample_rate]], dtype=np.int32)
         pb_utils.Logger.log_info(
             f"vocoder: checkpoint {folder} on {device}, window {self.vocoder.window_patches} patches"
@@ -33,6 +36,8 @@ class TritonPythonModel:
             return self._decode(requests)
         finally:
             self.window_counter.add(len(requests))
+            for request in requests:
+                self.acks.ack(request.request_id())
 
     def _decode(self, requests):
         windows, news = [], []
@@ -50,6 +55,7 @@ class TritonPythonModel:
 
     def finalize(self):
         self.window_counter.close()
+        self.acks.close()
 
     def _decode_one(self, window, new):
         try:

@@ -1,0 +1,123 @@
+"""The decoded-window board the vocoder stamps and the rule by which a decoder stream counts as
+abandoned (voxcpm_triton/serving/window_acks.py)."""
+
+from __future__ import annotations
+
+import pytest
+
+from voxcpm_triton.serving import window_acks
+from voxcpm_triton.serving.window_acks import AckBoard, StreamWatch
+
+
+class Clock:
+    def __init__(self) -> None:
+        self.now = 1000.0
+
+    def __call__(self) -> float:
+        return self.now
+
+
+@pytest.fixture
+def clock() -> Clock:
+    return Clock()
+
+
+@pytest.fixture
+def boards(tmp_path, clock):
+    """Two processes' views (vocoder, decoder) of one server's board file."""
+    path = tmp_path / "voxcpm-acks-1"
+    vocoder, decoder = AckBoard(path, clock), AckBoard(path, clock)
+    yield vocoder, decoder
+    vocoder.close()
+    decoder.close()
+
+
+def test_acks_are_counted_per_request_id_across_processes(boards, clock):
+    vocoder, decoder = boards
+    assert decoder.decoded("a") is None
+    vocoder.ack("a")
+    clock.now += 2
+    vocoder.ack("a", 3)
+    vocoder.ack("b")
+    assert decoder.decoded("a") == (4, clock.now)
+    assert decoder.decoded("b") == (1, clock.now)
+    vocoder.ack("")  # requests without an id are not tracked
+    assert decoder.decoded("") is None
+
+
+def test_forget_frees_the_cell_and_stale_cells_are_taken_again(boards, clock):
+    vocoder, decoder = boards
+    vocoder.ack("a")
+    decoder.forget("a")
+    assert decoder.decoded("a") is None
+    # Fill every cell an id may probe with ids stamped now: a new id finds none free...
+    ids = [f"id-{i}" for i in range(window_acks.CELLS * 2)]
+    for request_id in ids:
+        vocoder.ack(request_id)
+    lost = [request_id for request_id in ids if decoder.decoded(request_id) is None]
+    assert lost, "a full table drops new ids (read as never acknowledged)"
+    # ...until they are stale.
+    clock.now += window_acks.STALE_AFTER_S + 1
+    vocoder.ack(lost[0])
+    assert decoder.decoded(lost[0]) == (1, clock.now)
+
+
+def watch_sending(board: AckBoard, clock: Clock, windows: int) -> StreamWatch:
+    watch = StreamWatch(board, "stream", clock)
+    for _ in range(windows):
+        watch.sent()
+    return watch
+
+
+def test_a_stream_never_acknowledged_is_never_abandoned(boards, clock):
+    _, decoder = boards
+    watch = watch_sending(decoder, clock, 100)  # e.g. sent to ar_decoder directly
+    clock.now += 3600
+    assert not watch.abandoned()
+
+
+def test_a_stream_whose_windows_keep_being_decoded_is_not_abandoned(boards, clock):
+    vocoder, decoder = boards
+    watch = watch_sending(decoder, clock, 0)
+    for _ in range(50):
+        watch.sent()
+        clock.now += 1.0
+        vocoder.ack("stream")
+        assert not watch.abandoned()
+
+
+def test_a_stream_whose_windows_stopped_being_decoded_is_abandoned_after_a_confirmation(boards, clock):
+    vocoder, decoder = boards
+    watch = watch_sending(decoder, clock, 2)
+    vocoder.ack("stream", 2)
+    for _ in range(window_acks.ABANDONED_WINDOWS):
+        watch.sent()
+    assert not watch.abandoned()  # behind, but the last window was decoded just now
+    clock.now += window_acks.ABANDONED_AFTER_S + 0.1
+    assert not watch.abandoned()  # first sight: only suspected
+    clock.now += window_acks.CONFIRM_S
+    assert watch.abandoned()
+
+
+def test_a_late_window_clears_the_suspicion(boards, clock):
+    vocoder, decoder = boards
+    watch = watch_sending(decoder, clock, 1)
+    vocoder.ack("stream")
+    for _ in range(window_acks.ABANDONED_WINDOWS):
+        watch.sent()
+    clock.now += window_acks.ABANDONED_AFTER_S + 0.1
+    assert not watch.abandoned()
+    vocoder.ack("stream")  # the vocoder was only slow
+    clock.now += window_acks.CONFIRM_S
+    assert not watch.abandoned()
+
+
+def test_fewer_windows_behind_than_the_threshold_is_not_abandoned(boards, clock):
+    vocoder, decoder = boards
+    watch = watch_sending(decoder, clock, 3)
+    vocoder.ack("stream", 3)
+    for _ in range(window_acks.ABANDONED_WINDOWS - 1):
+        watch.sent()
+    clock.now += 3600
+    assert not watch.abandoned()
+    assert not watch.abandoned()

@@ -1,0 +1,68 @@
+"""A `voxcpm` stream whose client goes away without a CANCEL_ID (killed, or a plain gRPC
+cancellation) frees its decoder slot within seconds. Triton 2.51 stops forwarding the ensemble's
+windows to the vocoder but never tells the decoder; the vocoder's per-stream stamps
+(voxcpm_triton/serving/window_acks.py) are how the decoder learns it. Before them such a stream held
+its slot to its length limit (14.6 s here, perf/RESULTS.md run 58)."""
+
+from __future__ import annotations
+
+import queue
+import signal
+import subprocess
+import sys
+import time
+import uuid
+
+import pytest
+import tritonclient.grpc as grpcclient
+
+from client.streaming import VoxCPMClient, build_inputs
+from tritonserver_process import REPO
+
+pytestmark = pytest.mark.server
+
+# window_acks.ABANDONED_AFTER_S (5) + CONFIRM_S (1), the decoder's polling and back-pressure pauses.
+# These streams would run ~9 s more to their length limit on this machine, so the log line below,
+# not the time, is what tells the two apart.
+FREED_WITHIN_S = 10.0
+LONG_TEXT = "Many words to say here, and then some more. " * 12
+ENDED = "none decoded for a while (client gone)"
+
+
+def freed_after(server, since: float) -> float:
+    assert server.wait_idle(timeout_s=60) == 0, "the abandoned stream's slot was never freed"
+    return time.monotonic() - since
+
+
+def test_a_killed_client_frees_its_slot(triton_server):
+    code = ("import sys; sys.path.insert(0, sys.argv[1]); from client.streaming import VoxCPMClient\n"
+            "for chunk in VoxCPMClient(sys.argv[2]).stream(sys.argv[3], max_seconds=600, seed=3):\n"
+            "    print('chunk', flush=True)\n")
+    ended_before = triton_server.log().count(ENDED)
+    client = subprocess.Popen([sys.executable, "-c", code, str(REPO), triton_server.grpc_url, LONG_TEXT],
+                              stdout=subprocess.PIPE, text=True)
+    try:
+        assert client.stdout.readline() == "chunk\n"
+        assert triton_server.live_slots() == 1
+    finally:
+        client.send_signal(signal.SIGKILL)
+        client.wait()
+    killed = time.monotonic()
+    assert freed_after(triton_server, killed) < FREED_WITHIN_S
+    assert triton_server.log().count(ENDED) == ended_before + 1, "not ended as abandoned"
+    audio, _, _ = VoxCPMClient(triton_server.grpc_url).synthesize("Next one.", max_seconds=0.3, seed=4)
+    assert audio.size > 0
+
+
+def test_a_plain_grpc_cancellation_frees_its_slot(triton_server):
+    replies: queue.Queue = queue.Queue()
+    client = grpcclient.InferenceServerClient(triton_server.grpc_url)
+    client.start_stream(callback=lambda result, error: replies.put((result, error)))
+    request_id = uuid.uuid4().hex
+    client.async_stream_infer("voxcpm", build_inputs(LONG_TEXT, max_seconds=600, seed=5), request_id=request_id)
+    result, error = replies.get(timeout=60)
+    assert error is None and result.as_numpy("AUDIO").size > 0
+    client.stop_stream(cancel_requests=True)  # no CANCEL_ID to the decoder
+    cancelled = time.monotonic()
+    assert freed_after(triton_server, cancelled) < FREED_WITHIN_S
+    assert f"ending stream '{request_id}'" in triton_server.log(), "not ended as abandoned"

@@ -1,0 +1,140 @@
+"""Which streams the vocoder still decodes windows for, shared between the vocoder and ar_decoder
+processes of one server, so that a decoder can end a stream nobody listens to any more.
+
+When a client vanishes (killed, network gone) or cancels a `voxcpm` stream with a plain gRPC
+cancellation, Triton 2.51 stops forwarding the ensemble's windows to the vocoder, but the decoder
+request already streaming is never told: its response sender still reports "not cancelled" and its
+sends succeed. Without this the stream held its decoder slot to its length limit (14.6 s on the tiny
+checkpoint, perf/RESULTS.md run 58; minutes for a long text on a real one).
+
+Each vocoder process stamps, per Triton request id, how many windows it decoded and when
+(`AckBoard.ack`). A decoder stream whose windows have been decoded before, and whose last
+`ABANDONED_WINDOWS` or more windows sent have gone `ABANDONED_AFTER_S` without one decoded, is taken
+as abandoned (`StreamWatch`); its engine slot is freed. A stream never acknowledged at all (sent to
+ar_decoder directly, or still waiting for its first window) is never ended this way.
+
+The table lives in one tmpfs file: `CELLS` cells of (id key, windows decoded, monotonic time),
+open-addressed by the key. Vocoder processes write it without a lock. A write that races another
+process's write can lose a count or a cell: a lost cell reads as "never acknowledged", and a lost
+count only makes a live stream look further behind. So a race can keep a stream that was abandoned,
+or make a live stream look behind, but the time test also has to hold, and hold twice
+`CONFIRM_S` apart, before anything ends.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import mmap
+import os
+import struct
+import time
+from pathlib import Path
+from typing import Callable
+
+CELLS = 4096
+PROBES = 16
+STALE_AFTER_S = 30.0  # a cell not stamped for this long may be taken by another id
+ABANDONED_AFTER_S = 5.0
+ABANDONED_WINDOWS = 4
+CONFIRM_S = 1.0
+_CELL = struct.Struct("<QQd")  # key, windows decoded, time.monotonic() of the last
+
+
+def board_path(server_pid: int) -> Path:
+    return Path("/dev/shm") / f"voxcpm-acks-{server_pid}"
+
+
+def _key(request_id: str) -> int:
+    return int.from_bytes(hashlib.sha1(request_id.encode()).digest()[:8], "little") | 1  # 0 marks a free cell
+
+
+class AckBoard:
+    """The server's table of decoded windows per request id (created by whichever process opens it
+    first; every process maps the same file)."""
+
+    def __init__(self, path: Path, clock: Callable[[], float] = time.monotonic) -> None:
+        size = CELLS * _CELL.size
+        descriptor = os.open(path, os.O_RDWR | os.O_CREAT, 0o600)
+        try:
+            if os.fstat(descriptor).st_size < size:
+                os.ftruncate(descriptor, size)  # zero-filled: every cell free
+            self._map = mmap.mmap(descriptor, size)
+        finally:
+            os.close(descriptor)
+        self.path = path
+        self._clock = clock
+
+    def _cells(self, key: int):
+        for probe in range(PROBES):
+            index = (key + probe) % CELLS
+            yield index, _CELL.unpack_from(self._map, index * _CELL.size)
+
+    def ack(self, request_id: str, windows: int = 1) -> None:
+        """Stamp `windows` more decoded windows of `request_id` (an empty id is not tracked)."""
+        if not request_id:
+            return
+        key, now = _key(request_id), self._clock()
+        free = None
+        for index, (cell_key, count, when) in self._cells(key):
+            if cell_key == key:
+                _CELL.pack_into(self._map, index * _CELL.size, key, count + windows, now)
+                return
+            if free is None and (cell_key == 0 or now - when > STALE_AFTER_S):
+                free = index
+        if free is not None:
+            # The key last, so that a reader never pairs this id with the previous owner's time.
+            offset = free * _CELL.size
+            struct.pack_into("<Qd", self._map, offset + 8, windows, now)
+            struct.pack_into("<Q", self._map, offset, key)
+
+    def decoded(self, request_id: str) -> tuple[int, float] | None:
+        """(windows decoded, monotonic time of the last) for `request_id`, None if never stamped."""
+        if not request_id:
+            return None
+        key = _key(request_id)
+        for _, (cell_key, count, when) in self._cells(key):
+            if cell_key == key:
+                return count, when
+        return None
+
+    def forget(self, request_id: str) -> None:
+        """Free the id's cell (its stream has ended), if it still holds it."""
+        if not request_id:
+            return
+        key = _key(request_id)
+        for index, (cell_key, _, _) in self._cells(key):
+            if cell_key == key:
+                struct.pack_into("<Q", self._map, index * _CELL.size, 0)
+                return
+
+    def close(self) -> None:
+        self._map.close()
+
+
+class StreamWatch:
+    """One decoder stream's view of the board: `sent()` after each window it sends, `abandoned()`
+    when the engine asks whether to end it."""
+
+    def __init__(self, board: AckBoard, request_id: str, clock: Callable[[], float] = time.monotonic) -> None:
+        self.board = board
+        self.request_id = request_id
+        self.windows_sent = 0
+        self._clock = clock
+        self._suspect_since: float | None = None
+
+    def sent(self) -> None:
+        self.windows_sent += 1
+
+    def abandoned(self) -> bool:
+        if self.windows_sent < ABANDONED_WINDOWS:
+            return False
+        record = self.board.decoded(self.request_id)
+        now = self._clock()
+        behind = record is not None and (self.windows_sent - record[0] >= ABANDONED_WINDOWS
+                                          and now - record[1] > ABANDONED_AFTER_S)
+        if not behind:
+            self._suspect_since = None
+            return False
+        if self._suspect_since is None:
+            self._suspect_since = now
+        return now - self._suspect_since >= CONFIRM_S
