@@ -50,6 +50,9 @@ def test_forget_frees_the_cell_and_stale_cells_are_taken_again(boards, clock):
     vocoder.ack("a")
     decoder.forget("a")
     assert decoder.decoded("a") is None
+    vocoder.ack("a")  # a late window after the stream ended: counted afresh, not on the freed cell's count
+    assert decoder.decoded("a") == (1, clock.now)
+    decoder.forget("a")
     # Fill every cell an id may probe with ids stamped now: a new id finds none free...
     ids = [f"id-{i}" for i in range(window_acks.CELLS * 2)]
     for request_id in ids:

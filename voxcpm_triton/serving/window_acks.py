@@ -63,49 +63,69 @@ class AckBoard:
             os.close(descriptor)
         self.path = path
         self._clock = clock
+        # request id -> (key, the cell it was last found in): a vocoder stamps every window of a
+        # batch, so most stamps read one cell instead of hashing and probing (~3.5 us a stamp here).
+        self._known: dict[str, tuple[int, int]] = {}
 
     def _cells(self, key: int):
         for probe in range(PROBES):
             index = (key + probe) % CELLS
             yield index, _CELL.unpack_from(self._map, index * _CELL.size)
 
+    def _find(self, request_id: str) -> tuple[int, int | None]:
+        """(key, index of the cell holding it or None)."""
+        known = self._known.get(request_id)
+        if known is not None and _CELL.unpack_from(self._map, known[1] * _CELL.size)[0] == known[0]:
+            return known
+        key = known[0] if known is not None else _key(request_id)
+        for index, (cell_key, _, _) in self._cells(key):
+            if cell_key == key:
+                self._remember(request_id, key, index)
+                return key, index
+        return key, None
+
+    def _remember(self, request_id: str, key: int, index: int) -> None:
+        if len(self._known) >= CELLS:
+            self._known.clear()
+        self._known[request_id] = (key, index)
+
     def ack(self, request_id: str, windows: int = 1) -> None:
         """Stamp `windows` more decoded windows of `request_id` (an empty id is not tracked)."""
         if not request_id:
             return
-        key, now = _key(request_id), self._clock()
-        free = None
-        for index, (cell_key, count, when) in self._cells(key):
-            if cell_key == key:
-                _CELL.pack_into(self._map, index * _CELL.size, key, count + windows, now)
+        now = self._clock()
+        key, index = self._find(request_id)
+        if index is not None:
+            count = _CELL.unpack_from(self._map, index * _CELL.size)[1]
+            _CELL.pack_into(self._map, index * _CELL.size, key, count + windows, now)
+            return
+        for index, (cell_key, _, when) in self._cells(key):
+            if cell_key == 0 or now - when > STALE_AFTER_S:
+                # The key last, so that a reader never pairs this id with the previous owner's time.
+                offset = index * _CELL.size
+                struct.pack_into("<Qd", self._map, offset + 8, windows, now)
+                struct.pack_into("<Q", self._map, offset, key)
+                self._remember(request_id, key, index)
                 return
-            if free is None and (cell_key == 0 or now - when > STALE_AFTER_S):
-                free = index
-        if free is not None:
-            # The key last, so that a reader never pairs this id with the previous owner's time.
-            offset = free * _CELL.size
-            struct.pack_into("<Qd", self._map, offset + 8, windows, now)
-            struct.pack_into("<Q", self._map, offset, key)
 
     def decoded(self, request_id: str) -> tuple[int, float] | None:
         """(windows decoded, monotonic time of the last) for `request_id`, None if never stamped."""
         if not request_id:
             return None
-        key = _key(request_id)
-        for _, (cell_key, count, when) in self._cells(key):
-            if cell_key == key:
-                return count, when
-        return None
+        key, index = self._find(request_id)
+        if index is None:
+            return None
+        cell_key, count, when = _CELL.unpack_from(self._map, index * _CELL.size)
+        return (count, when) if cell_key == key else None
 
     def forget(self, request_id: str) -> None:
         """Free the id's cell (its stream has ended), if it still holds it."""
         if not request_id:
             return
-        key = _key(request_id)
-        for index, (cell_key, _, _) in self._cells(key):
-            if cell_key == key:
-                struct.pack_into("<Q", self._map, index * _CELL.size, 0)
-                return
+        key, index = self._find(request_id)
+        self._known.pop(request_id, None)
+        if index is not None:
+            struct.pack_into("<Q", self._map, index * _CELL.size, 0)
 
     def close(self) -> None:
         self._map.close()
