@@ -100,6 +100,8 @@ def test_a_stream_whose_windows_stopped_being_decoded_is_abandoned_after_a_confi
     assert not watch.abandoned()  # first sight: only suspected
     clock.now += window_acks.CONFIRM_S
     assert watch.abandoned()
+    watch.ended()  # the decoder ended it: its cell is free again
+    assert decoder.decoded("stream") is None
 
 
 def test_a_late_window_clears_the_suspicion(boards, clock):

@@ -24,12 +24,12 @@ or make a live stream look behind, but the time test also has to hold, and hold 
 from __future__ import annotations
 
 import hashlib
-import mmap
-import os
 import struct
 import time
 from pathlib import Path
 from typing import Callable
+
+from voxcpm_triton.serving.shared_map import map_shared
 
 CELLS = 4096
 PROBES = 16
@@ -53,14 +53,7 @@ class AckBoard:
     first; every process maps the same file)."""
 
     def __init__(self, path: Path, clock: Callable[[], float] = time.monotonic) -> None:
-        size = CELLS * _CELL.size
-        descriptor = os.open(path, os.O_RDWR | os.O_CREAT, 0o600)
-        try:
-            if os.fstat(descriptor).st_size < size:
-                os.ftruncate(descriptor, size)  # zero-filled: every cell free
-            self._map = mmap.mmap(descriptor, size)
-        finally:
-            os.close(descriptor)
+        self._map = map_shared(path, CELLS * _CELL.size)  # zero-filled: every cell free
         self.path = path
         self._clock = clock
         # request id -> (key, the cell it was last found in): a vocoder stamps every window of a
@@ -144,6 +137,10 @@ class StreamWatch:
 
     def sent(self) -> None:
         self.windows_sent += 1
+
+    def ended(self) -> None:
+        """The stream is over: free its cell for other ids."""
+        self.board.forget(self.request_id)
 
     def abandoned(self) -> bool:
         if self.windows_sent < ABANDONED_WINDOWS:

@@ -14,11 +14,12 @@ directly, vocoder steps Triton cancelled) make the sum drift upwards; a decoder 
 
 from __future__ import annotations
 
-import mmap
 import os
 import struct
 import time
 from pathlib import Path
+
+from voxcpm_triton.serving.shared_map import map_shared
 
 SLOTS = 64  # writers per role (instances of one model in one server)
 ROLES = ("sent", "decoded")
@@ -34,14 +35,7 @@ class WindowCounter:
     def __init__(self, path: Path, role: str) -> None:
         if role not in ROLES:
             raise ValueError(f"role={role!r}; allowed {ROLES}")
-        size = len(ROLES) * SLOTS * 8
-        descriptor = os.open(path, os.O_RDWR | os.O_CREAT, 0o600)
-        try:
-            if os.fstat(descriptor).st_size < size:
-                os.ftruncate(descriptor, size)  # zero-filled; racing creators truncate to the same size
-            self._map = mmap.mmap(descriptor, size)
-        finally:
-            os.close(descriptor)
+        self._map = map_shared(path, len(ROLES) * SLOTS * 8)
         self._claim = None
         for index in range(SLOTS):
             claim = path.with_name(f"{path.name}.{role}{index}")

@@ -51,15 +51,15 @@ class _ResponseSink:
 
     def finish(self):
         self._send(flags=FINAL)
-        self._forget()
+        self._ended()
 
     def fail(self, message):
         self._send(pb_utils.InferenceResponse(error=pb_utils.TritonError(message)), flags=FINAL)
-        self._forget()
+        self._ended()
 
-    def _forget(self):
+    def _ended(self):
         if self.watch is not None:
-            self.watch.board.forget(self.watch.request_id)
+            self.watch.ended()
 
     def is_cancelled(self):
         if self.sender.is_cancelled():
