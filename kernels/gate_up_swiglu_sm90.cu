@@ -44,6 +44,10 @@ __device__ __forceinline__ float swiglu_of_accumulators(float gate, float up) {
 
 // An epilogue in the shape of CUTLASS's DefaultEpilogue (registers straight to global memory, no
 // shared-memory staging), run by the warp-specialized kernels through Sm90TmaWarpSpecializedAdapter.
+// kScaled: each row's accumulators are multiplied by its row_scale first (a folded RMSNorm). A
+// separate instantiation, because a runtime switch in this epilogue slowed the unscaled kernel by
+// ~12% on the H200 (perf/RESULTS.md run 61).
+template <bool kScaled>
 struct SwigluEpilogue {
     using EpilogueSchedule = cutlass::epilogue::NoSmemWarpSpecialized;
     using DispatchPolicy = EpilogueSchedule;
@@ -62,6 +66,7 @@ struct SwigluEpilogue {
     struct Arguments {
         Element* out = nullptr;  // [rows, inter], row stride out_stride
         int64_t out_stride = 0;
+        const float* row_scale = nullptr;  // [rows] when kScaled: multiplies row r's accumulators first
     };
     using Params = Arguments;
 
@@ -112,6 +117,21 @@ struct SwigluEpilogue {
         Element* out = params.out + static_cast<int64_t>(n_block) * (kTileN / 2);
         const int row0 = m_block * size<0>(block_shape);
 
+        // A thread's rows' scales, loaded once before any store (through the read-only path: the
+        // stores to out cannot force them to be reloaded).
+        float factor[kMmaM][2];
+        CUTLASS_PRAGMA_UNROLL
+        for (int mm = 0; mm < kMmaM; ++mm) {
+            CUTLASS_PRAGMA_UNROLL
+            for (int half_row = 0; half_row < 2; ++half_row) {
+                factor[mm][half_row] = 1.f;
+                if constexpr (kScaled) {
+                    const int row = row0 + get<0>(coords(make_coord(make_coord(0, half_row, 0), mm, 0)));
+                    if (row < rows) factor[mm][half_row] = __ldg(params.row_scale + row);
+                }
+            }
+        }
+
         CUTLASS_PRAGMA_UNROLL
         for (int mm = 0; mm < kMmaM; ++mm) {
             CUTLASS_PRAGMA_UNROLL
@@ -128,9 +148,17 @@ struct SwigluEpilogue {
                         // Column in the tile's output: the pairs before it, then the gate column.
                         const int col = get<1>(coords(gate_at)) - pair * VOXCPM_GATE_UP_INTERLEAVE;
                         if (row >= rows) continue;
-                        __nv_bfloat162 value = __floats2bfloat162_rn(
-                            swiglu_of_accumulators(accumulators(gate_at), accumulators(up_at)),
-                            swiglu_of_accumulators(accumulators(next_gate_at), accumulators(next_up_at)));
+                        float gate = accumulators(gate_at), up = accumulators(up_at);
+                        float next_gate = accumulators(next_gate_at), next_up = accumulators(next_up_at);
+                        if constexpr (kScaled) {
+                            const float f = factor[mm][half_row];
+                            gate *= f;
+                            up *= f;
+                            next_gate *= f;
+                            next_up *= f;
+                        }
+                        __nv_bfloat162 value = __floats2bfloat162_rn(swiglu_of_accumulators(gate, up),
+                                                                     swiglu_of_accumulators(next_gate, next_up));
                         *reinterpret_cast<__nv_bfloat162*>(out + static_cast<int64_t>(row) * params.out_stride + col) =
                             value;
                     }
@@ -142,17 +170,19 @@ struct SwigluEpilogue {
     Params params;
 };
 
-using Epilogue = cutlass::epilogue::collective::detail::Sm90TmaWarpSpecializedAdapter<SwigluEpilogue>;
+template <bool kScaled>
+using Epilogue = cutlass::epilogue::collective::detail::Sm90TmaWarpSpecializedAdapter<SwigluEpilogue<kScaled>>;
 
 // A kernel for one (tile, cluster, schedule): the mainloop from CUTLASS's builder with as many
 // pipeline stages as shared memory holds (the epilogue uses none).
-template <class TileShape, class ClusterShape, class Schedule>
+template <class TileShape, class ClusterShape, class Schedule, bool kScaled>
 struct GateUpGemm {
     using Mainloop = typename cutlass::gemm::collective::CollectiveBuilder<
         cutlass::arch::Sm90, cutlass::arch::OpClassTensorOp, Element, cutlass::layout::RowMajor, 8, Element,
         cutlass::layout::ColumnMajor, 8, float, TileShape, ClusterShape,
         cutlass::gemm::collective::StageCountAutoCarveout<0>, Schedule>::CollectiveOp;
-    using Kernel = cutlass::gemm::kernel::GemmUniversal<cute::Shape<int, int, int, int>, Mainloop, Epilogue>;
+    using Kernel =
+        cutlass::gemm::kernel::GemmUniversal<cute::Shape<int, int, int, int>, Mainloop, Epilogue<kScaled>>;
     using Gemm = cutlass::gemm::device::GemmUniversalAdapter<Kernel>;
 };
 
@@ -160,13 +190,14 @@ struct GateUpGemm {
 // columns and thread block cluster. Both are pingpong kernels: the two consumer warpgroups take
 // turns, one's epilogue (this file's global stores) running under the other's mainloop. Cooperative
 // tiles (the warpgroups sharing one tile) and 128 x 128 tiles lost on every LocDiT shape (run 34).
-template <int M, int N, int ClusterM>
+template <int M, int N, int ClusterM, bool kScaled>
 using Pingpong = GateUpGemm<cute::Shape<cute::Int<M>, cute::Int<N>, cute::_64>,
                             cute::Shape<cute::Int<ClusterM>, cute::_1, cute::_1>,
-                            cutlass::gemm::KernelTmaWarpSpecializedPingpong>;
+                            cutlass::gemm::KernelTmaWarpSpecializedPingpong, kScaled>;
 
 template <class Config>
-int run(const void* x, const void* weight, void* out, int64_t rows, int64_t k, int64_t inter, cudaStream_t stream) {
+int run(const void* x, const void* weight, const float* row_scale, void* out, int64_t rows, int64_t k, int64_t inter,
+        cudaStream_t stream) {
     using Gemm = typename Config::Gemm;
     const int n = static_cast<int>(2 * inter);
     typename Gemm::Arguments args{
@@ -174,7 +205,7 @@ int run(const void* x, const void* weight, void* out, int64_t rows, int64_t k, i
         {static_cast<int>(rows), n, static_cast<int>(k), 1},
         {static_cast<const Element*>(x), cute::make_stride(k, cute::_1{}, int64_t(0)),
          static_cast<const Element*>(weight), cute::make_stride(k, cute::_1{}, int64_t(0))},
-        {static_cast<Element*>(out), inter},
+        {static_cast<Element*>(out), inter, row_scale},
     };
     args.hw_info.sm_count = multiprocessors();
     if (args.hw_info.sm_count == 0) return static_cast<int>(cudaErrorInvalidDevice);
@@ -189,6 +220,14 @@ int run(const void* x, const void* weight, void* out, int64_t rows, int64_t k, i
     return launch_status();
 }
 
+template <int M, int N, int ClusterM>
+int run_scaled_or_not(const void* x, const void* weight, const float* row_scale, void* out, int64_t rows, int64_t k,
+                      int64_t inter, cudaStream_t stream) {
+    if (row_scale != nullptr)
+        return run<Pingpong<M, N, ClusterM, true>>(x, weight, row_scale, out, rows, k, inter, stream);
+    return run<Pingpong<M, N, ClusterM, false>>(x, weight, row_scale, out, rows, k, inter, stream);
+}
+
 bool is_sm90() {
     int major = 0, minor = 0;
     return current_device_attribute(cudaDevAttrComputeCapabilityMajor, &major) == 0 &&
@@ -199,8 +238,9 @@ bool is_sm90() {
 }  // namespace voxcpm
 #endif  // VOXCPM_CUTLASS_SM90
 
-extern "C" int voxcpm_gate_up_swiglu_sm90(const void* x, const void* weight, void* out, int64_t rows, int64_t k,
-                                          int64_t inter, int schedule, int dtype, void* stream) {
+extern "C" int voxcpm_gate_up_swiglu_sm90(const void* x, const void* weight, const float* row_scale, void* out,
+                                          int64_t rows, int64_t k, int64_t inter, int schedule, int dtype,
+                                          void* stream) {
     using namespace voxcpm;
     if (rows < 0 || k <= 0 || inter <= 0 || x == nullptr || weight == nullptr || out == nullptr)
         return VOXCPM_ERROR_INVALID_ARGUMENT;
@@ -214,9 +254,10 @@ extern "C" int voxcpm_gate_up_swiglu_sm90(const void* x, const void* weight, voi
     if (rows == 0) return 0;
     auto s = static_cast<cudaStream_t>(stream);
     switch (schedule) {
-        case VOXCPM_GATE_UP_PINGPONG_64X256: return run<Pingpong<64, 256, 2>>(x, weight, out, rows, k, inter, s);
+        case VOXCPM_GATE_UP_PINGPONG_64X256:
+            return run_scaled_or_not<64, 256, 2>(x, weight, row_scale, out, rows, k, inter, s);
         case VOXCPM_GATE_UP_PINGPONG_64X256_NO_CLUSTER:
-            return run<Pingpong<64, 256, 1>>(x, weight, out, rows, k, inter, s);
+            return run_scaled_or_not<64, 256, 1>(x, weight, row_scale, out, rows, k, inter, s);
         default: return VOXCPM_ERROR_INVALID_ARGUMENT;
     }
 #else

@@ -38,6 +38,9 @@ struct ShortArgs {
     const void* qkv;
     const float* cos;
     const float* sin;
+    // Folded-norm callers: token t's q, k and v are scaled by row_scale[t] (the RMSNorm statistic the
+    // qkv GEMM did not apply; see voxcpm_row_scale), or NULL for none.
+    const float* row_scale;
     void* out;
     int seq_len, q_heads, kv_heads;
     int heads_per_block;  // CUDA-core kernel: query heads per block (a divisor of the group size)
@@ -102,22 +105,33 @@ __device__ __forceinline__ void rotate_pairs(float (&x1)[VEC], float (&x2)[VEC],
     }
 }
 
-// Loads VEC rotate-half pairs of one head row into x1, x2, rotated by table row `t` when tables are
-// given.
+// Scales n values by a token's row scale (none when row_scale is NULL).
+template <int N>
+__device__ __forceinline__ void scale_row(float (&x)[N], const float* row_scale, int64_t token) {
+    if (row_scale == nullptr) return;
+    const float factor = row_scale[token];
+#pragma unroll
+    for (int i = 0; i < N; ++i) x[i] *= factor;
+}
+
+// Loads VEC rotate-half pairs of one head row into x1, x2, scaled by the row's scale (global token
+// index `row`) and rotated by table row `t` when tables are given.
 template <typename T, int D, int VEC>
-__device__ __forceinline__ void load_rotated(const T* src, const float* cos, const float* sin, int t, int e,
-                                             float (&x1)[VEC], float (&x2)[VEC]) {
+__device__ __forceinline__ void load_rotated(const T* src, const float* cos, const float* sin, const float* row_scale,
+                                             int64_t row, int t, int e, float (&x1)[VEC], float (&x2)[VEC]) {
     load_vec<T, VEC>(src + e, x1);
     load_vec<T, VEC>(src + e + D / 2, x2);
+    scale_row(x1, row_scale, row);
+    scale_row(x2, row_scale, row);
     if (cos != nullptr) rotate_pairs<T, D, VEC>(x1, x2, cos + t * D, sin + t * D, e);
 }
 
 // load_rotated, stored as fp32 to dst (dims e.., e + D/2..).
 template <typename T, int D, int VEC>
-__device__ __forceinline__ void stage_rotated(const T* src, float* dst, const float* cos, const float* sin, int t,
-                                              int e) {
+__device__ __forceinline__ void stage_rotated(const T* src, float* dst, const float* cos, const float* sin,
+                                              const float* row_scale, int64_t row, int t, int e) {
     float x1[VEC], x2[VEC];
-    load_rotated<T, D, VEC>(src, cos, sin, t, e, x1, x2);
+    load_rotated<T, D, VEC>(src, cos, sin, row_scale, row, t, e, x1, x2);
     store_f32<VEC>(dst + e, x1);
     store_f32<VEC>(dst + e + D / 2, x2);
 }
@@ -169,7 +183,8 @@ __global__ void __launch_bounds__(kThreads) short_attention_kernel(ShortArgs a) 
     const T* k_src = rows + static_cast<int64_t>(a.q_heads + kv_head) * D;
     for (int i = threadIdx.x; i < L * PAIR_VECS; i += kThreads) {
         const int t = i / PAIR_VECS;
-        stage_rotated<T, D, VEC>(k_src + t * width, ks + t * KS, a.cos, a.sin, t, (i - t * PAIR_VECS) * VEC);
+        stage_rotated<T, D, VEC>(k_src + t * width, ks + t * KS, a.cos, a.sin, a.row_scale, seq * L + t, t,
+                                 (i - t * PAIR_VECS) * VEC);
     }
     const T* v_src = rows + static_cast<int64_t>(a.q_heads + a.kv_heads + kv_head) * D;
     for (int i = threadIdx.x; i < L * (D / VEC); i += kThreads) {
@@ -177,6 +192,7 @@ __global__ void __launch_bounds__(kThreads) short_attention_kernel(ShortArgs a) 
         const int e = (i - t * (D / VEC)) * VEC;
         float x[VEC];
         load_vec<T, VEC>(v_src + t * width + e, x);
+        scale_row(x, a.row_scale, seq * L + t);
         store_f32<VEC>(vs + t * D + e, x);
     }
     __syncthreads();
@@ -194,7 +210,8 @@ __global__ void __launch_bounds__(kThreads) short_attention_kernel(ShortArgs a) 
             const int row = min(base + r, block_rows - 1);
             const HeadToken q = by_len(row, a);
             const T* q_src = rows + q.token * width + static_cast<int64_t>(head0 + q.head) * D;
-            stage_rotated<T, D, VEC>(q_src, qs + r * KS, a.cos, a.sin, q.token, (i - r * PAIR_VECS) * VEC);
+            stage_rotated<T, D, VEC>(q_src, qs + r * KS, a.cos, a.sin, a.row_scale, seq * L + q.token, q.token,
+                                     (i - r * PAIR_VECS) * VEC);
         }
         __syncwarp();
 
@@ -341,7 +358,9 @@ __device__ __forceinline__ void wait_async_copies() {
 #else
 #define VOXCPM_SHORT_ATTENTION_BOUNDS __launch_bounds__(kMmaWarps * 32)
 #endif
-template <typename T, int D, int TPAD>
+// SCALED: a.row_scale is set (folded norms). A separate instantiation, so that the unscaled kernel
+// keeps its code: the runtime switch cost the step several percent on the H200 (perf/RESULTS.md run 61).
+template <typename T, int D, int TPAD, bool SCALED>
 __global__ void VOXCPM_SHORT_ATTENTION_BOUNDS short_attention_mma_kernel(ShortArgs a) {
     constexpr int VEC = 8;                // 16-bit elements per 16-byte access
     constexpr int HALF = D / 2;
@@ -367,17 +386,23 @@ __global__ void VOXCPM_SHORT_ATTENTION_BOUNDS short_attention_mma_kernel(ShortAr
     const int64_t seq = blockIdx.x;
     const int64_t width = static_cast<int64_t>(a.q_heads + 2 * a.kv_heads) * D;
     const T* rows = static_cast<const T*>(a.qkv) + seq * L * width;
-    const bool rotate = a.cos != nullptr;
+    // Rows go through fp32 registers when they are rotated or scaled, else straight to shared memory.
+    const bool convert = SCALED || a.cos != nullptr;
 
     extern __shared__ float4 shared_raw[];
     T* ks = reinterpret_cast<T*>(shared_raw);  // [TPAD][LD] rotated keys
     T* vs = ks + TPAD * LD;                    // [TPAD][LD] values
     T* qs = vs + TPAD * LD;                    // [tiles_per_block * 16][LD] rotated query rows, later output rows
+    float* key_scale = reinterpret_cast<float*>(qs + a.tiles_per_block * kTile * LD);  // SCALED: [TPAD]
 
     // V by asynchronous copies, in flight while the rotated rows below are staged. Key / value rows past
     // the sequence are zero (probability 0 times 0).
     const T* k_src = rows + static_cast<int64_t>(a.q_heads + kv_head) * D;
     const T* v_src = rows + static_cast<int64_t>(a.q_heads + a.kv_heads + kv_head) * D;
+    if constexpr (SCALED) {  // read after the block's barrier, by the probabilities of V's rows
+        if (threadIdx.x < TPAD)
+            key_scale[threadIdx.x] = threadIdx.x < L ? __ldg(a.row_scale + seq * L + threadIdx.x) : 0.f;
+    }
     for (int i = threadIdx.x; i < TPAD * ROW_VECS; i += blockDim.x) {
         const int t = i / ROW_VECS;
         const int e = (i - t * ROW_VECS) * VEC;
@@ -390,8 +415,9 @@ __global__ void VOXCPM_SHORT_ATTENTION_BOUNDS short_attention_mma_kernel(ShortAr
     }
 
     // Key rows [0, L), then the query rows (head-major, token-minor within the group; rows past the
-    // group repeat its last row and are never stored), each rotated by its token's table row on its way
-    // to shared memory. A thread loads kStageBatch pairs of 16-byte vectors before it stores any, so
+    // group repeat its last row and are never stored), each scaled and rotated by its token's row scale
+    // and table row on its way to shared memory (V's scale goes into the probabilities instead). A
+    // thread loads kStageBatch pairs of 16-byte vectors before it stores any, so
     // their memory round trips overlap instead of queueing one behind the other.
     struct Staged {
         const T* src;
@@ -405,17 +431,20 @@ __global__ void VOXCPM_SHORT_ATTENTION_BOUNDS short_attention_mma_kernel(ShortAr
                 q.token};
     };
     const int items = (L + block_tiles * kTile) * PAIR_VECS;
-    const auto stage = [&](auto rotating) {
+    const auto stage = [&](auto converting) {
         for (int i0 = threadIdx.x; i0 < items; i0 += kStageBatch * blockDim.x) {
             uint4 x[kStageBatch][2];
+            float factor[kStageBatch];  // SCALED: the rows' scales, in flight with the rows
 #pragma unroll
             for (int b = 0; b < kStageBatch; ++b) {
                 const int i = i0 + b * blockDim.x;
                 if (i < items) {
                     const int r = i / PAIR_VECS;
-                    const T* src = staged(r).src + (i - r * PAIR_VECS) * VEC;
+                    const Staged row = staged(r);
+                    const T* src = row.src + (i - r * PAIR_VECS) * VEC;
                     x[b][0] = __ldcg(reinterpret_cast<const uint4*>(src));  // L2 only, as cp.async.cg
                     x[b][1] = __ldcg(reinterpret_cast<const uint4*>(src + HALF));
+                    if constexpr (SCALED) factor[b] = __ldg(a.row_scale + seq * L + row.token);
                 }
             }
 #pragma unroll
@@ -425,11 +454,19 @@ __global__ void VOXCPM_SHORT_ATTENTION_BOUNDS short_attention_mma_kernel(ShortAr
                     const int r = i / PAIR_VECS;
                     const int e = (i - r * PAIR_VECS) * VEC;
                     const Staged row = staged(r);
-                    if constexpr (decltype(rotating)::value) {
+                    if constexpr (decltype(converting)::value) {
                         float x1[VEC], x2[VEC];
                         load_vec<T, VEC>(reinterpret_cast<const T*>(&x[b][0]), x1);
                         load_vec<T, VEC>(reinterpret_cast<const T*>(&x[b][1]), x2);
-                        rotate_pairs<T, D, VEC, true>(x1, x2, a.cos + row.token * D, a.sin + row.token * D, e);
+                        if constexpr (SCALED) {
+#pragma unroll
+                            for (int v = 0; v < VEC; ++v) {
+                                x1[v] *= factor[b];
+                                x2[v] *= factor[b];
+                            }
+                        }
+                        if (!SCALED || a.cos != nullptr)
+                            rotate_pairs<T, D, VEC, true>(x1, x2, a.cos + row.token * D, a.sin + row.token * D, e);
                         store_vec<T, VEC>(row.dst + e, x1);
                         store_vec<T, VEC>(row.dst + e + HALF, x2);
                     } else {
@@ -440,7 +477,7 @@ __global__ void VOXCPM_SHORT_ATTENTION_BOUNDS short_attention_mma_kernel(ShortAr
             }
         }
     };
-    if (rotate) {
+    if (convert) {
         stage(std::true_type{});
     } else {
         stage(std::false_type{});
@@ -507,6 +544,19 @@ __global__ void VOXCPM_SHORT_ATTENTION_BOUNDS short_attention_mma_kernel(ShortAr
         sum_hi += __shfl_xor_sync(0xffffffffu, sum_hi, off);
     }
 
+    // Scaled values: sum_j p_j (s_j v_j) = sum_j (p_j s_j) v_j, so the probabilities take the keys'
+    // row scales after the normaliser was summed (staged as 0 past the sequence, where p = 0 too).
+    if constexpr (SCALED) {
+#pragma unroll
+        for (int j = 0; j < KEY_TILES; ++j)
+#pragma unroll
+            for (int c = 0; c < 2; ++c) {
+                const float factor = key_scale[j * 8 + 2 * q4 + c];
+                s[j][c] *= factor;
+                s[j][2 + c] *= factor;
+            }
+    }
+
     float o[OUT_TILES][4];
 #pragma unroll
     for (int j = 0; j < OUT_TILES; ++j) o[j][0] = o[j][1] = o[j][2] = o[j][3] = 0.f;
@@ -554,22 +604,29 @@ __global__ void VOXCPM_SHORT_ATTENTION_BOUNDS short_attention_mma_kernel(ShortAr
     }
 }
 
-size_t mma_shared_bytes(int head_dim, int tpad, int tiles_per_block) {
+size_t mma_shared_bytes(int head_dim, int tpad, int tiles_per_block, bool scaled) {
     const size_t ld = static_cast<size_t>(head_dim) + 8;
-    return (2 * static_cast<size_t>(tpad) + static_cast<size_t>(kTile) * tiles_per_block) * ld * 2;
+    const size_t rows = (2 * static_cast<size_t>(tpad) + static_cast<size_t>(kTile) * tiles_per_block) * ld * 2;
+    return rows + (scaled ? tpad * sizeof(float) : 0);
 }
 
-template <typename T, int D, int TPAD>
-int launch_mma(const ShortArgs& a, int64_t sequences, int chunks, int warps, cudaStream_t stream) {
-    const size_t bytes = mma_shared_bytes(D, TPAD, a.tiles_per_block);
+template <typename T, int D, int TPAD, bool SCALED>
+int launch_mma_kernel(const ShortArgs& a, int64_t sequences, int chunks, int warps, cudaStream_t stream) {
+    const size_t bytes = mma_shared_bytes(D, TPAD, a.tiles_per_block, SCALED);
     if (bytes > 48 * 1024) {  // opt in above the default limit (a host-side setting, fine during capture)
-        const int err = static_cast<int>(cudaFuncSetAttribute(short_attention_mma_kernel<T, D, TPAD>,
+        const int err = static_cast<int>(cudaFuncSetAttribute(short_attention_mma_kernel<T, D, TPAD, SCALED>,
                                                               cudaFuncAttributeMaxDynamicSharedMemorySize,
                                                               static_cast<int>(bytes)));
         if (err != 0) return err;
     }
     const dim3 grid(static_cast<unsigned>(sequences), a.kv_heads * chunks);
-    return launch_kernel(short_attention_mma_kernel<T, D, TPAD>, grid, dim3(32 * warps), bytes, stream, a);
+    return launch_kernel(short_attention_mma_kernel<T, D, TPAD, SCALED>, grid, dim3(32 * warps), bytes, stream, a);
+}
+
+template <typename T, int D, int TPAD>
+int launch_mma(const ShortArgs& a, int64_t sequences, int chunks, int warps, cudaStream_t stream) {
+    if (a.row_scale != nullptr) return launch_mma_kernel<T, D, TPAD, true>(a, sequences, chunks, warps, stream);
+    return launch_mma_kernel<T, D, TPAD, false>(a, sequences, chunks, warps, stream);
 }
 
 template <typename T>
@@ -618,8 +675,9 @@ int heads_per_block(int64_t sequences, int q_heads, int kv_heads, int sms) {
 }  // namespace voxcpm
 
 extern "C" int voxcpm_short_attention(const void* qkv, const float* cos, const float* sin, int64_t table_len,
-                                      void* out, int64_t sequences, int seq_len, int q_heads, int kv_heads,
-                                      int head_dim, float scale, int causal, int dtype, void* stream) {
+                                      const float* row_scale, void* out, int64_t sequences, int seq_len,
+                                      int q_heads, int kv_heads, int head_dim, float scale, int causal, int dtype,
+                                      void* stream) {
     using namespace voxcpm;
     if (sequences < 0 || sequences > 0x7fffffff || seq_len < 1 || seq_len > kMaxLen || q_heads <= 0 ||
         q_heads > 65535 || kv_heads <= 0 || q_heads % kv_heads != 0 || (head_dim != 64 && head_dim != 128))
@@ -640,6 +698,7 @@ extern "C" int voxcpm_short_attention(const void* qkv, const float* cos, const f
     a.qkv = qkv;
     a.cos = cos;
     a.sin = sin;
+    a.row_scale = row_scale;
     a.out = out;
     a.seq_len = seq_len;
     a.q_heads = q_heads;

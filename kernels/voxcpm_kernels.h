@@ -21,7 +21,7 @@ extern "C" {
 #define VOXCPM_API __attribute__((visibility("default")))
 
 /* Bumped whenever a signature below changes; the Python loader refuses a mismatched library. */
-#define VOXCPM_KERNELS_ABI_VERSION 5
+#define VOXCPM_KERNELS_ABI_VERSION 6
 
 enum voxcpm_dtype { VOXCPM_FLOAT32 = 0, VOXCPM_FLOAT16 = 1, VOXCPM_BFLOAT16 = 2 };
 
@@ -41,6 +41,16 @@ VOXCPM_API const char* voxcpm_error_string(int error);
 VOXCPM_API int voxcpm_add_rmsnorm(void* x, const void* residual, const void* weight, void* out,
                                   int64_t rows, int64_t hidden, float eps, float residual_scale,
                                   int dtype, void* stream);
+
+/*
+ * The statistic of an RMSNorm whose weight was folded into the next GEMM's weight:
+ *   out[r] = 1 / sqrt(mean(x[r]^2) + eps), fp32, from the rows of x [rows, hidden] (dtype,
+ *   contiguous); out: fp32 [rows]. hidden <= 16384.
+ * x @ (W diag(w))^T times out[r] per row is rmsnorm(x) * w @ W^T up to roundings, so a layer can
+ * skip writing the normed rows: the GEMM reads x itself and its consumer applies the row scale.
+ */
+VOXCPM_API int voxcpm_row_scale(const void* x, float* out, int64_t rows, int64_t hidden, float eps, int dtype,
+                                void* stream);
 
 /*
  * Rotary embedding (rotate-half convention) of q and k, fused with writing k (rotated) and v into a
@@ -100,6 +110,9 @@ VOXCPM_API int voxcpm_decode_attention(const void* q, const void* k_cache, const
  *     k heads, then v heads (F.linear with the concatenated [q; k; v] weight).
  *   cos, sin: fp32 [table_len, head_dim] contiguous tables, table_len >= seq_len, or both NULL for
  *     no rotation. Rotated q and k are rounded to dtype before the products, as the reference is.
+ *   row_scale: fp32 [sequences * seq_len], or NULL: token r's q, k and v rows are multiplied by
+ *     row_scale[r] (in fp32, before the rotation) — the RMSNorm statistic of a qkv GEMM that read
+ *     un-normed rows (voxcpm_row_scale).
  *   out: [sequences * seq_len, q_heads * head_dim] contiguous:
  *     softmax(q k^T * scale) v over all keys of the sequence (keys <= the query's position when
  *     causal != 0); logits and softmax in fp32. The weighted sum takes the fp32 probabilities
@@ -108,7 +121,8 @@ VOXCPM_API int voxcpm_decode_attention(const void* q, const void* k_cache, const
  * 1 <= seq_len <= 32; head_dim in {64, 128}; qkv, out (and cos, sin) 16-byte aligned.
  */
 VOXCPM_API int voxcpm_short_attention(const void* qkv, const float* cos, const float* sin,
-                                      int64_t table_len, void* out, int64_t sequences, int seq_len,
+                                      int64_t table_len, const float* row_scale, void* out,
+                                      int64_t sequences, int seq_len,
                                       int q_heads, int kv_heads, int head_dim, float scale,
                                       int causal, int dtype, void* stream);
 
@@ -231,6 +245,8 @@ VOXCPM_API int voxcpm_quantize_fp8(const void* x, void* out, float* scale, int64
  *   x: [rows, k] bf16 contiguous; out: [rows, inter] bf16 contiguous;
  *   weight: [2 * inter, k] bf16, the fused [gate; up] weight with its rows interleaved by blocks of
  *     VOXCPM_GATE_UP_INTERLEAVE (gate rows 0..B-1, up rows 0..B-1, gate rows B..2B-1, ...).
+ *   row_scale: fp32 [rows] or NULL: row r's g and u are x[r] . gate[j] * row_scale[r] (and likewise
+ *     u), before their rounding (an RMSNorm folded into the weight, voxcpm_row_scale).
  * k a multiple of 8, inter a multiple of 2 * VOXCPM_GATE_UP_INTERLEAVE (the widest tile spans two
  * pairs of blocks), pointers 16-byte aligned.
  * schedule: 0 <= schedule < VOXCPM_GATE_UP_SCHEDULES, one of VOXCPM_GATE_UP_* (CUTLASS's pingpong
@@ -243,9 +259,9 @@ VOXCPM_API int voxcpm_quantize_fp8(const void* x, void* out, float* scale, int64
 #define VOXCPM_GATE_UP_PINGPONG_64X256 0
 #define VOXCPM_GATE_UP_PINGPONG_64X256_NO_CLUSTER 1
 #define VOXCPM_GATE_UP_SCHEDULES 2
-VOXCPM_API int voxcpm_gate_up_swiglu_sm90(const void* x, const void* weight, void* out, int64_t rows,
-                                          int64_t k, int64_t inter, int schedule, int dtype,
-                                          void* stream);
+VOXCPM_API int voxcpm_gate_up_swiglu_sm90(const void* x, const void* weight, const float* row_scale,
+                                          void* out, int64_t rows, int64_t k, int64_t inter,
+                                          int schedule, int dtype, void* stream);
 
 #ifdef __cplusplus
 }

@@ -86,7 +86,9 @@ def test_reference_matches_naive_float64_softmax_with_grouped_heads():
 def test_custom_op_schema_and_fake_implementation():
     cos, sin, d = longrope_tables(5)
     qkv = torch.randn(2 * 5, 8 * d, generator=gen(40))
-    for args in ((qkv, 5, 4, 2, cos, sin, 0.25, False), (qkv, 5, 6, 1, None, None, 0.25, True)):
+    scale = torch.rand(2 * 5, generator=gen(41)) + 0.5
+    for args in ((qkv, 5, 4, 2, cos, sin, 0.25, False, None), (qkv, 5, 6, 1, None, None, 0.25, True, None),
+                 (qkv, 5, 4, 2, cos, sin, 0.25, False, scale)):
         torch.library.opcheck(torch.ops.voxcpm.short_attention, args,
                               test_utils=("test_schema", "test_autograd_registration", "test_faketensor"))
 

@@ -59,9 +59,14 @@ def deinterleave(interleaved: torch.Tensor) -> torch.Tensor:
     return blocks.transpose(0, 1).reshape(rows, k).contiguous()
 
 
-def gate_up_swiglu_ref(x: torch.Tensor, interleaved: torch.Tensor) -> torch.Tensor:
-    """swiglu(x @ [gate; up]^T) from the interleaved weight, in PyTorch."""
-    return swiglu_ref(F.linear(x, deinterleave(interleaved)))
+def gate_up_swiglu_ref(x: torch.Tensor, interleaved: torch.Tensor,
+                       row_scale: torch.Tensor | None = None) -> torch.Tensor:
+    """swiglu(x @ [gate; up]^T) from the interleaved weight, in PyTorch; with row_scale [rows], the
+    product's row r times row_scale[r] before its rounding."""
+    if row_scale is None:
+        return swiglu_ref(F.linear(x, deinterleave(interleaved)))
+    product = F.linear(x.float(), deinterleave(interleaved).float()) * row_scale.unsqueeze(1)
+    return swiglu_ref(product.to(x.dtype))
 
 
 def _supported_here(device: torch.device) -> bool:
@@ -76,8 +81,8 @@ def _probe(device_index: int) -> bool:
     cudaErrorNotSupported off sm_90 or in a library built without CUTLASS."""
     with torch.cuda.device(device_index):
         buffer = torch.empty(8, dtype=torch.bfloat16, device="cuda")
-        error = lib.library().voxcpm_gate_up_swiglu_sm90(buffer.data_ptr(), buffer.data_ptr(), buffer.data_ptr(), 0,
-                                                         8, WEIGHT_ROWS // 2, 0, lib.dtype_code(buffer), None)
+        error = lib.library().voxcpm_gate_up_swiglu_sm90(buffer.data_ptr(), buffer.data_ptr(), None, buffer.data_ptr(),
+                                                         0, 8, WEIGHT_ROWS // 2, 0, lib.dtype_code(buffer), None)
     if error not in (0, _NOT_SUPPORTED):
         lib.check(error, "gate_up_swiglu_sm90 probe")
     return error == 0
@@ -91,27 +96,30 @@ def available(weight: torch.Tensor) -> bool:
 
 
 @torch.library.custom_op("voxcpm::gate_up_swiglu_sm90", mutates_args=(),
-                         schema="(Tensor x, Tensor weight, int schedule) -> Tensor")
-def _gate_up_swiglu_op(x: torch.Tensor, weight: torch.Tensor, schedule: int) -> torch.Tensor:
+                         schema="(Tensor x, Tensor weight, int schedule, Tensor? row_scale) -> Tensor")
+def _gate_up_swiglu_op(x: torch.Tensor, weight: torch.Tensor, schedule: int,
+                       row_scale: torch.Tensor | None) -> torch.Tensor:
     if not lib.kernel_ready(x):
-        return gate_up_swiglu_ref(x, weight)
+        return gate_up_swiglu_ref(x, weight, row_scale)
     inter = weight.shape[0] // 2
     out = x.new_empty((x.shape[0], inter))
     with lib.device_of(x):
-        error = lib.library().voxcpm_gate_up_swiglu_sm90(lib.ptr(x), lib.ptr(weight), lib.ptr(out), x.shape[0],
-                                                         x.shape[1], inter, schedule, lib.dtype_code(x),
+        error = lib.library().voxcpm_gate_up_swiglu_sm90(lib.ptr(x), lib.ptr(weight), lib.ptr(row_scale), lib.ptr(out),
+                                                         x.shape[0], x.shape[1], inter, schedule, lib.dtype_code(x),
                                                          lib.stream_of(x))
     lib.check(error, "gate_up_swiglu_sm90")
     return out
 
 
 @_gate_up_swiglu_op.register_fake
-def _(x: torch.Tensor, weight: torch.Tensor, schedule: int) -> torch.Tensor:
+def _(x: torch.Tensor, weight: torch.Tensor, schedule: int, row_scale: torch.Tensor | None) -> torch.Tensor:
     return x.new_empty((x.shape[0], weight.shape[0] // 2))
 
 
-def fused(x: torch.Tensor, interleaved: torch.Tensor, schedule: int = 0) -> torch.Tensor:
-    """swiglu(x @ [gate; up]^T) for x [rows, k] on the CUTLASS kernel (the reference off the GPU)."""
+def fused(x: torch.Tensor, interleaved: torch.Tensor, schedule: int = 0,
+          row_scale: torch.Tensor | None = None) -> torch.Tensor:
+    """swiglu(x @ [gate; up]^T) for x [rows, k] on the CUTLASS kernel (the reference off the GPU);
+    row_scale (float32 [rows]) multiplies each row's product before SwiGLU (a folded RMSNorm)."""
     lib.require(x.dim() == 2 and interleaved.dim() == 2 and x.shape[1] == interleaved.shape[1],
                 f"x [rows, k] and weight [2 * inter, k] expected, got {tuple(x.shape)} and {tuple(interleaved.shape)}")
     lib.require(x.dtype == interleaved.dtype == torch.bfloat16, f"bf16 operands expected, got {x.dtype}")
@@ -119,7 +127,10 @@ def fused(x: torch.Tensor, interleaved: torch.Tensor, schedule: int = 0) -> torc
                 f"weight rows must be a multiple of {WEIGHT_ROWS} and k of 8, got {tuple(interleaved.shape)}")
     lib.require(x.is_contiguous() and interleaved.is_contiguous(), "x and weight must be contiguous")
     lib.require(schedule in SCHEDULES.values(), f"schedule must be one of {SCHEDULES}, got {schedule}")
-    return torch.ops.voxcpm.gate_up_swiglu_sm90(x, interleaved, schedule)
+    lib.require(row_scale is None or (row_scale.shape == (x.shape[0],) and row_scale.dtype == torch.float32
+                                      and row_scale.is_contiguous() and row_scale.device == x.device),
+                f"row_scale must be contiguous float32 [{x.shape[0]}] on {x.device}")
+    return torch.ops.voxcpm.gate_up_swiglu_sm90(x, interleaved, schedule, row_scale)
 
 
 def _unfused(x: torch.Tensor, gate_up_weight: torch.Tensor) -> torch.Tensor:
@@ -149,7 +160,7 @@ def gate_up_swiglu(x: torch.Tensor, gate_up_weight: torch.Tensor, interleaved: t
     schedule = _plans[key]
     if schedule is None:
         return _unfused(x, gate_up_weight)
-    return torch.ops.voxcpm.gate_up_swiglu_sm90(x, interleaved, schedule)
+    return torch.ops.voxcpm.gate_up_swiglu_sm90(x, interleaved, schedule, None)
 
 
 def choice(x: torch.Tensor, gate_up_weight: torch.Tensor, interleaved: torch.Tensor | None) -> str:
@@ -165,6 +176,26 @@ def _tune(x: torch.Tensor, gate_up_weight: torch.Tensor, interleaved: torch.Tens
     """Times cuBLAS + swiglu and each schedule that reproduces it; returns the fastest schedule, or
     None when none beats the unfused path by lt_gemm.MIN_GAIN."""
     expected = _unfused(x, gate_up_weight)  # also lets lt_gemm choose for the GEMM's own shape
-    schedules = [(schedule, functools.partial(torch.ops.voxcpm.gate_up_swiglu_sm90, x, interleaved, schedule))
+    schedules = [(schedule, functools.partial(torch.ops.voxcpm.gate_up_swiglu_sm90, x, interleaved, schedule, None))
                  for schedule in SCHEDULES.values()]
     return lt_gemm.fastest(expected, lambda: _unfused(x, gate_up_weight), schedules)
+
+
+_scaled_schedules: dict[tuple, int] = {}
+
+
+def scaled(x: torch.Tensor, interleaved: torch.Tensor, row_scale: torch.Tensor) -> torch.Tensor:
+    """swiglu((x @ [gate; up]^T) * row_scale) for a layer whose post-attention RMSNorm weight is folded
+    into the interleaved weight (fast_path.enable_folded_norms). Only the CUTLASS kernel applies a row scale
+    in its epilogue, so there is no cuBLAS path: callers check `available` first. The schedule is the
+    faster of the two for the shape, timed inside lt_gemm.tuning(); an untimed shape takes the
+    cluster schedule."""
+    key = (x.device.index, x.shape[0], x.shape[1], interleaved.shape[0])
+    schedule = _scaled_schedules.get(key)
+    if schedule is None:
+        if not lt_gemm.is_tuning() or not x.is_cuda or torch.cuda.is_current_stream_capturing():
+            return fused(x, interleaved, SCHEDULES["pingpong_64x256"], row_scale)
+        times = {value: lt_gemm.time_call(functools.partial(fused, x, interleaved, value, row_scale))
+                 for value in SCHEDULES.values()}
+        schedule = _scaled_schedules[key] = min(times, key=times.get)
+    return fused(x, interleaved, schedule, row_scale)

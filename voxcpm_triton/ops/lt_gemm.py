@@ -6,7 +6,8 @@ columns make too few tiles for 132 multiprocessors (perf/RESULTS.md run 18). cuB
 several algorithms per shape. `tuning()` (entered by the graph caches while they warm a graph up)
 lets `linear` time each candidate once per shape, F.linear among them, and keep the fastest;
 outside it `linear` runs what was chosen, or F.linear for a shape never timed. So a captured graph
-only ever holds a choice made before the capture.
+only ever holds a choice made before the capture. `linear_add_` does the same for a GEMM whose
+output is added to a tensor in place (beta = 1: a residual add inside the GEMM's epilogue).
 
 cuBLASLt is reached through ctypes on the copy torch has loaded: its C API is stable, and this
 way the kernels library needs no cuBLAS headers to build. All choices on a device share one
@@ -230,13 +231,13 @@ def candidates(x: torch.Tensor, weight: torch.Tensor, bias: torch.Tensor | None)
 
 
 def _run(plan: _Plan, algo: _Algo, x: torch.Tensor, weight: torch.Tensor, bias: torch.Tensor | None,
-         out: torch.Tensor) -> None:
+         out: torch.Tensor, alpha_value: float = 1.0, beta_value: float = 0.0) -> None:
     device = _device(x.device)
     if bias is not None:
         pointer = ctypes.c_void_p(bias.data_ptr())
         _call("cublasLtMatmulDescSetAttribute", plan.desc, _DESC_BIAS_POINTER, ctypes.byref(pointer),
               ctypes.sizeof(pointer))
-    alpha, beta = ctypes.c_float(1.0), ctypes.c_float(0.0)
+    alpha, beta = ctypes.c_float(alpha_value), ctypes.c_float(beta_value)
     _call("cublasLtMatmul", device.handle, plan.desc, ctypes.byref(alpha), weight.data_ptr(), plan.w_layout,
           x.data_ptr(), plan.x_layout, ctypes.byref(beta), out.data_ptr(), plan.y_layout, out.data_ptr(),
           plan.y_layout, ctypes.byref(algo), device.workspace.data_ptr(), WORKSPACE_BYTES,
@@ -299,3 +300,45 @@ def _tune(x: torch.Tensor, weight: torch.Tensor, bias: torch.Tensor | None) -> _
     calls = [(algo, functools.partial(run_algo, plan, algo, x, weight, bias, out)) for algo in algos]
     plan.algo = fastest(F.linear(x, weight, bias), lambda: F.linear(x, weight, bias), calls, errors=(LtError,))
     return plan
+
+
+def linear_add_(x: torch.Tensor, weight: torch.Tensor, out: torch.Tensor, scale: float) -> bool:
+    """out += scale * x @ weight^T in place as one cuBLASLt GEMM (C = D = out, rounded once), for x
+    [m, k] and out [m, n] contiguous. Returns False, having done nothing, where no algorithm was
+    chosen for the shape (not taken, never timed, or the two-kernel F.linear + add timed faster):
+    the caller then adds its own way."""
+    if not (takes(x, weight, None) and out.shape == (x.shape[0], weight.shape[0]) and out.dtype == x.dtype
+            and out.is_contiguous() and out.data_ptr() % ALIGNMENT == 0):
+        return False
+    key = (*_key(x, weight, None), "add")
+    plan = _plans.get(key)
+    if plan is None:
+        if not is_tuning() or torch.cuda.is_current_stream_capturing():
+            return False
+        plan = _plans[key] = _tune_add(x, weight, out, scale)
+    if plan.algo is None:
+        return False
+    _run(plan, plan.algo, x, weight, None, out, scale, 1.0)
+    return True
+
+
+def _tune_add(x: torch.Tensor, weight: torch.Tensor, out: torch.Tensor, scale: float) -> _Plan:
+    """Times F.linear + add_ against every candidate that reproduces it with out as the source."""
+    plan, algos = candidates(x, weight, None)
+    expected = (out.float() + scale * F.linear(x, weight).float()).to(out.dtype)
+
+    def accumulating() -> Iterable[tuple[_Algo, Callable[[], torch.Tensor]]]:
+        for algo in algos:  # one scratch copy at a time: its first call must start from out
+            scratch = out.clone()
+            yield algo, functools.partial(_accumulate, plan, algo, x, weight, scratch, scale)
+
+    baseline = out.clone()
+    plan.algo = fastest(expected, lambda: baseline.add_(F.linear(x, weight), alpha=scale), accumulating(),
+                        errors=(LtError,))
+    return plan
+
+
+def _accumulate(plan: _Plan, algo: _Algo, x: torch.Tensor, weight: torch.Tensor, out: torch.Tensor,
+                scale: float) -> torch.Tensor:
+    _run(plan, algo, x, weight, None, out, scale, 1.0)
+    return out

@@ -5,6 +5,10 @@ One op replaces RoPE, the head transposes, SDPA and the transpose back: qkv [N *
 (F.linear with the [q; k; v] weight) in, [N * T, Hq d] (o_proj's input) out. Every sequence has
 positions 0..T-1, so row t of the LongRoPE tables rotates token t. Rotated q and k are rounded to
 the element type as `apply_rope` rounds them; logits, softmax and the weighted sum are fp32.
+
+`row_scale` serves layers whose RMSNorm weight is folded into the qkv weight (fast_path.enable_folded_norms):
+the GEMM then read un-normed rows, and token t's q, k and v still need the row's statistic
+(ops.row_scale), which the op applies as it loads them.
 """
 
 from __future__ import annotations
@@ -22,15 +26,23 @@ KERNEL_HEAD_DIMS = (64, 128)
 
 def short_attention_ref(qkv: torch.Tensor, seq_len: int, q_heads: int, kv_heads: int,
                         cos: torch.Tensor | None = None, sin: torch.Tensor | None = None,
-                        scale: float | None = None, causal: bool = False) -> torch.Tensor:
+                        scale: float | None = None, causal: bool = False,
+                        row_scale: torch.Tensor | None = None) -> torch.Tensor:
     tokens, width = qkv.shape
     head_dim = width // (q_heads + 2 * kv_heads)
     scale = 1.0 / math.sqrt(head_dim) if scale is None else scale
     heads = qkv.view(tokens // seq_len, seq_len, q_heads + 2 * kv_heads, head_dim).transpose(1, 2)
     q, k, v = heads.split((q_heads, kv_heads, kv_heads), dim=1)  # [N, H, T, d]
+    if row_scale is not None:
+        # As the kernel: q and k scaled in fp32 and rounded once (after the rotation, if any); v
+        # scaled in fp32 and never rounded (the kernel scales the probabilities instead).
+        factor = row_scale.view(tokens // seq_len, 1, seq_len, 1)
+        q, k, v = q.float() * factor, k.float() * factor, v.float() * factor
+        if cos is None:
+            q, k = q.to(qkv.dtype), k.to(qkv.dtype)
     if cos is not None:
         c, s = cos[:seq_len], sin[:seq_len]
-        q, k = rotate_ref(q, c, s), rotate_ref(k, c, s)
+        q, k = rotate_ref(q, c, s).to(qkv.dtype), rotate_ref(k, c, s).to(qkv.dtype)
     group = q_heads // kv_heads
     k = k.float().repeat_interleave(group, dim=1)
     v = v.float().repeat_interleave(group, dim=1)
@@ -45,11 +57,12 @@ def short_attention_ref(qkv: torch.Tensor, seq_len: int, q_heads: int, kv_heads:
 @torch.library.custom_op(
     "voxcpm::short_attention", mutates_args=(),
     schema="(Tensor qkv, int seq_len, int q_heads, int kv_heads, Tensor? cos, Tensor? sin, float scale, "
-           "bool causal) -> Tensor")
+           "bool causal, Tensor? row_scale) -> Tensor")
 def _short_attention_op(qkv: torch.Tensor, seq_len: int, q_heads: int, kv_heads: int, cos: torch.Tensor | None,
-                        sin: torch.Tensor | None, scale: float, causal: bool) -> torch.Tensor:
+                        sin: torch.Tensor | None, scale: float, causal: bool,
+                        row_scale: torch.Tensor | None) -> torch.Tensor:
     if not lib.kernel_ready(qkv):
-        return short_attention_ref(qkv, seq_len, q_heads, kv_heads, cos, sin, scale, causal)
+        return short_attention_ref(qkv, seq_len, q_heads, kv_heads, cos, sin, scale, causal, row_scale)
     # Here rather than in the wrapper: torch.compile traces the wrapper with tensors that have no address.
     for name, t in (("qkv", qkv), ("cos", cos), ("sin", sin)):
         lib.require(t is None or t.data_ptr() % 16 == 0, f"{name} must start on a 16-byte boundary")
@@ -58,7 +71,8 @@ def _short_attention_op(qkv: torch.Tensor, seq_len: int, q_heads: int, kv_heads:
     out = qkv.new_empty((tokens, q_heads * head_dim))
     with lib.device_of(qkv):
         error = lib.library().voxcpm_short_attention(
-            lib.ptr(qkv), lib.ptr(cos), lib.ptr(sin), 0 if cos is None else cos.shape[0], lib.ptr(out),
+            lib.ptr(qkv), lib.ptr(cos), lib.ptr(sin), 0 if cos is None else cos.shape[0], lib.ptr(row_scale),
+            lib.ptr(out),
             tokens // seq_len, seq_len, q_heads, kv_heads, head_dim, scale, int(causal), lib.dtype_code(qkv),
             lib.stream_of(qkv))
     lib.check(error, "short_attention")
@@ -66,18 +80,21 @@ def _short_attention_op(qkv: torch.Tensor, seq_len: int, q_heads: int, kv_heads:
 
 
 @_short_attention_op.register_fake
-def _(qkv, seq_len, q_heads, kv_heads, cos, sin, scale, causal) -> torch.Tensor:
+def _(qkv, seq_len, q_heads, kv_heads, cos, sin, scale, causal, row_scale) -> torch.Tensor:
     head_dim = qkv.shape[1] // (q_heads + 2 * kv_heads)
     return qkv.new_empty((qkv.shape[0], q_heads * head_dim))
 
 
 def short_attention(qkv: torch.Tensor, seq_len: int, q_heads: int, kv_heads: int,
                     cos: torch.Tensor | None = None, sin: torch.Tensor | None = None,
-                    scale: float | None = None, causal: bool = False) -> torch.Tensor:
+                    scale: float | None = None, causal: bool = False,
+                    row_scale: torch.Tensor | None = None) -> torch.Tensor:
     """qkv [N * seq_len, (q_heads + 2 * kv_heads) * d] contiguous (q heads, then k, then v heads);
     cos/sin float32 [>= seq_len, d] LongRoPE tables (row t rotates token t) or None for no rotation.
     Returns softmax(q k^T * scale) v over each whole sequence (keys up to the query when causal) as
-    [N * seq_len, q_heads * d]; scale defaults to 1/sqrt(d). seq_len <= 32; d in {64, 128} on the GPU."""
+    [N * seq_len, q_heads * d]; scale defaults to 1/sqrt(d). seq_len <= 32; d in {64, 128} on the GPU.
+    row_scale: float32 [N * seq_len] or None; token r's q, k and v rows are multiplied by row_scale[r]
+    first (in float32)."""
     lib.require(1 <= seq_len <= MAX_SEQ_LEN,
                 f"seq_len must be in [1, {MAX_SEQ_LEN}] (longer sequences: use scaled_dot_product_attention), "
                 f"got {seq_len}")
@@ -102,5 +119,10 @@ def short_attention(qkv: torch.Tensor, seq_len: int, q_heads: int, kv_heads: int
         lib.require(head_dim in KERNEL_HEAD_DIMS, f"head_dim must be 64 or 128 on the GPU, got {head_dim}")
         lib.require(q_heads <= 65535 and tokens // seq_len <= 2**31 - 1,
                     f"at most 65535 q_heads and 2**31 - 1 sequences, got {q_heads} and {tokens // seq_len}")
+    if row_scale is not None:
+        lib.require(row_scale.shape == (tokens,) and row_scale.dtype == torch.float32 and row_scale.is_contiguous()
+                    and row_scale.device == qkv.device,
+                    f"row_scale must be contiguous float32 [{tokens}] on {qkv.device}, got {tuple(row_scale.shape)} "
+                    f"{row_scale.dtype} on {row_scale.device}")
     scale = 1.0 / math.sqrt(head_dim) if scale is None else float(scale)
-    return torch.ops.voxcpm.short_attention(qkv, seq_len, q_heads, kv_heads, cos, sin, scale, bool(causal))
+    return torch.ops.voxcpm.short_attention(qkv, seq_len, q_heads, kv_heads, cos, sin, scale, bool(causal), row_scale)

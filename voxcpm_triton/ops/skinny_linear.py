@@ -288,6 +288,8 @@ def linear_residual_(x: torch.Tensor, weight: torch.Tensor, residual: torch.Tens
     lib.require(not _overlap(x, residual), "residual must not overlap x")
     flat = x.reshape(-1, x.shape[-1])
     if not _use_kernel(flat, weight):
+        if lt_gemm.linear_add_(flat, weight, residual.view(flat.shape[0], weight.shape[0]), scale):
+            return residual
         update = F.linear(x, weight)
         return residual.add_(update if scale == 1.0 else update * scale)
     torch.ops.voxcpm.skinny_gemm_residual_(flat, weight, residual.view(flat.shape[0], weight.shape[0]), scale)
