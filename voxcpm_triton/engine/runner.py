@@ -29,7 +29,8 @@ from voxcpm_triton.engine.prefill_graphs import MAX_ROWS, PrefillGraphs, graphab
 from voxcpm_triton.engine.scheduler import Stream
 from voxcpm_triton.engine.slots import KVCache
 from voxcpm_triton.model.fast_path import (compile_layers, compile_requested, custom_ops_requested, enable_custom_ops,
-                                           enable_fp8, enable_sm90_gate_up, fp8_min_rows, fp8_requested)
+                                           enable_folded_norms, enable_fp8, enable_sm90_gate_up, fp8_min_rows,
+                                           folded_norms_requested, fp8_requested)
 from voxcpm_triton.model.minicpm import DecodeSlots
 from voxcpm_triton.model.voxcpm import VoxCPMModel
 from voxcpm_triton.ops import library as ops_library
@@ -90,6 +91,7 @@ class ModelRunner:
         self.fp8 = self.custom_ops and (fp8_requested() if fp8 is None else fp8)
         enable_fp8(self.model, self.fp8, fp8_min_rows())
         enable_sm90_gate_up(self.model, self.custom_ops and on_cuda)
+        enable_folded_norms(self.model, self.custom_ops and on_cuda and folded_norms_requested())
         if on_cuda and (compile_requested() if compile_layers_ is None else compile_layers_):
             compile_layers(self.model)
         if kernel_attention is None:

@@ -9,9 +9,11 @@ streams) takes each norm and residual add into its skinny_gemm GEMMs instead (Mi
 biased layers (Projection) go through ops.linear. `compile_layers` puts each decoder layer's
 forward under torch.compile (inductor). `enable_fp8` gives the LocDiT's GEMMs FP8 copies of their
 weights for large batches (opt-in precision mode). `enable_sm90_gate_up` gives the LocDiT's MLPs
-the interleaved gate_up copy of the Hopper GEMM with SwiGLU in its epilogue. Environment:
-VOXCPM_CUSTOM_OPS=0, VOXCPM_COMPILE=1, VOXCPM_FP8=1 (VOXCPM_FP8_MIN_ROWS, default 1024),
-VOXCPM_SM90_GATE_UP=0.
+the interleaved gate_up copy of the Hopper GEMM with SwiGLU in its epilogue. `enable_folded_norms`
+gives the LocDiT's layers copies of their qkv and gate_up weights with the RMSNorm weights folded
+in, so that many-row stack calls write no normed rows. Environment: VOXCPM_CUSTOM_OPS=0,
+VOXCPM_COMPILE=1, VOXCPM_FP8=1 (VOXCPM_FP8_MIN_ROWS, default 1024), VOXCPM_SM90_GATE_UP=0,
+VOXCPM_FOLDED_NORMS=0.
 """
 
 from __future__ import annotations
@@ -52,6 +54,10 @@ def fp8_min_rows() -> int:
     if not value.isdigit() or int(value) < 1:
         raise ValueError(f"VOXCPM_FP8_MIN_ROWS must be an integer >= 1, got {value!r}")
     return int(value)
+
+
+def folded_norms_requested() -> bool:
+    return os.environ.get("VOXCPM_FOLDED_NORMS", "1") != "0"
 
 
 def fuse_weights(owner: torch.nn.Module, linears: list[torch.nn.Linear]) -> torch.Tensor:
@@ -127,6 +133,35 @@ def enable_sm90_gate_up(model: torch.nn.Module, enabled: bool) -> int:
             take = enabled and weight is not None and gate_up_sm90.available(weight)
             mlp.gate_up_interleaved = gate_up_sm90.interleave(weight) if take else None
             held += weight.nbytes if take else 0
+    return held
+
+
+def _fold(weight: torch.Tensor, norm_weight: torch.Tensor) -> torch.Tensor:
+    """weight [n, k] times the norm's weight [k] along k, rounded once."""
+    return (weight.float() * norm_weight.float()).to(weight.dtype)
+
+
+def enable_folded_norms(model: torch.nn.Module, enabled: bool, need_kernel: bool = True) -> int:
+    """Give (enabled) or take away each LocDiT layer's folded weights: its fused qkv weight times
+    the input norm's weight, and its interleaved gate_up weight times the post-attention norm's.
+    rmsnorm(x) * w @ W^T is (x @ (W diag(w))^T) * rsqrt(mean(x^2) + eps) per row, so with them a
+    stack call of >= minicpm.FOLDED_NORMS_MIN_ROWS rows reads the residual stream in its qkv and
+    gate_up GEMMs, the norms shrink to a [rows] statistic (ops.row_scale) that short_attention and
+    the gate_up epilogue apply, and the residual adds move into o_proj's and down's GEMMs: ~3-5% of
+    the LocDiT's many-row layer time (perf/RESULTS.md run 61). Only where the Hopper gate_up kernel
+    runs, which has the row scale in its epilogue (need_kernel=False: anywhere, for the CPU tests,
+    where every op runs its reference). Returns the bytes the copies hold. Call after
+    enable_custom_ops, on the final device."""
+    held = 0
+    for dit in (module for module in model.modules() if isinstance(module, LocalDiT)):
+        for layer in dit.decoder.layers:
+            attention, mlp = layer.self_attn, layer.mlp
+            take = (enabled and attention.qkv_weight is not None and mlp.gate_up_weight is not None
+                    and (not need_kernel or gate_up_sm90.available(mlp.gate_up_weight)))
+            attention.folded_qkv = _fold(attention.qkv_weight, layer.input_layernorm.weight) if take else None
+            post_norm = layer.post_attention_layernorm.weight
+            mlp.folded_gate_up = gate_up_sm90.interleave(_fold(mlp.gate_up_weight, post_norm)) if take else None
+            held += attention.folded_qkv.nbytes + mlp.folded_gate_up.nbytes if take else 0
     return held
 
 

@@ -17,9 +17,14 @@ import torch.nn.functional as F
 
 from voxcpm_triton import ops
 from voxcpm_triton.config import LMConfig
+from voxcpm_triton.ops import gate_up_sm90
 from voxcpm_triton.ops.fp8_linear import SWIGLU, Fp8Weight, fp8_linear, fp8_takes, routed_linear
 from voxcpm_triton.ops.short_attention import KERNEL_HEAD_DIMS as SHORT_ATTENTION_HEAD_DIMS
 from voxcpm_triton.ops.short_attention import MAX_SEQ_LEN as SHORT_ATTENTION_MAX_LEN
+
+# Rows (sequences x tokens) from which a stack with folded norm weights (fast_path.enable_folded_norms)
+# runs them: measured from 1408 rows (64 LocDiT streams) up, perf/RESULTS.md run 61.
+FOLDED_NORMS_MIN_ROWS = 1024
 
 
 def rms_norm(hidden: torch.Tensor, weight: torch.Tensor, eps: float) -> torch.Tensor:
@@ -136,6 +141,8 @@ class Attention(nn.Module):
         # FP8 copy of the fused qkv (fast_path.enable_fp8), used at many rows. o_proj has none: its
         # FP8 GEMM, quantisation included, lost to bf16 at every LocDiT row count measured (run 9).
         self.fp8_qkv: Fp8Weight | None = None
+        # The fused qkv times the input norm's weight along k (fast_path.enable_folded_norms).
+        self.folded_qkv: torch.Tensor | None = None
 
     def _out(self, x: torch.Tensor) -> torch.Tensor:
         """o_proj; on the custom ops through ops.linear (the few-row GEMM kernel at small batches)."""
@@ -261,6 +268,20 @@ class Attention(nn.Module):
         return ops.linear_residual_(out if rows is None else out[:, rows].contiguous(), self.o_proj.weight, residual,
                                     scale)
 
+    def folded_short_attention(self, x: torch.Tensor, row_scale: torch.Tensor, tables: ShortAttentionOp,
+                               residual: torch.Tensor, scale: float, rows: slice | None) -> torch.Tensor:
+        """normed_short_attention for many rows with the norm's weight folded into folded_qkv: the
+        GEMM reads x itself and short_attention applies the norm's row statistic (row_scale, [B, T])
+        as it loads q, k and v; the add runs in o_proj's epilogue where cuBLASLt has an algorithm
+        for it."""
+        batch, length, hidden = x.shape
+        qkv = ops.linear(x.view(batch * length, hidden), self.folded_qkv)
+        out = ops.short_attention(qkv, length, self.num_heads, self.num_kv_heads, tables.cos, tables.sin,
+                                  row_scale=row_scale.view(batch * length))
+        out = out.view(batch, length, self.num_heads * self.head_dim)
+        return ops.linear_residual_(out if rows is None else out[:, rows].contiguous(), self.o_proj.weight, residual,
+                                    scale)
+
     def normed_decode(self, x: torch.Tensor, norm: RMSNorm, rope_tables: tuple[torch.Tensor, torch.Tensor] | None,
                       k_cache: torch.Tensor, v_cache: torch.Tensor,
                       index: tuple[torch.Tensor, torch.Tensor, torch.Tensor], scale: float) -> torch.Tensor:
@@ -286,6 +307,8 @@ class MLP(nn.Module):
         # gate_up_weight interleaved for the Hopper kernel with SwiGLU in its epilogue
         # (fast_path.enable_sm90_gate_up), used at many rows.
         self.gate_up_interleaved: torch.Tensor | None = None
+        # The same times the post-attention norm's weight along k (fast_path.enable_folded_norms).
+        self.folded_gate_up: torch.Tensor | None = None
 
     def forward(self, x: torch.Tensor) -> torch.Tensor:
         if self.gate_up_weight is not None and fp8_takes(x, self.fp8_gate_up) and fp8_takes(x, self.fp8_down):
@@ -301,6 +324,13 @@ class MLP(nn.Module):
         gate_up GEMM, the add inside down_proj's."""
         hidden = ops.normed_gate_up_swiglu(x, self.gate_up_weight, norm.weight, norm.eps)
         return ops.linear_residual_(hidden, self.down_proj.weight, x, scale)
+
+    def add_folded_(self, x: torch.Tensor, norm: RMSNorm, scale: float) -> torch.Tensor:
+        """add_normed_ for many rows with the norm's weight folded into folded_gate_up: the Hopper
+        gate_up kernel applies the norm's row statistic in its epilogue."""
+        flat = x.view(-1, x.shape[-1])
+        hidden = gate_up_sm90.scaled(flat, self.folded_gate_up, ops.row_scale(flat, norm.eps))
+        return ops.linear_residual_(hidden, self.down_proj.weight, flat, scale).view(x.shape)
 
 
 class DecoderLayer(nn.Module):
@@ -355,6 +385,15 @@ class DecoderLayer(nn.Module):
         self.self_attn.normed_short_attention(x, self.input_layernorm, tables, residual, self.residual_scale, rows)
         return self.mlp.add_normed_(residual, self.post_attention_layernorm, self.residual_scale)
 
+    def folded_forward(self, x: torch.Tensor, tables: ShortAttentionOp, rows: slice | None = None) -> torch.Tensor:
+        """normed_forward for many rows with both norm weights folded into the qkv and gate_up weights
+        (fast_path.enable_folded_norms): no normed rows are written, only each norm's [rows] float32
+        statistic (ops.row_scale), which the consumers of the two GEMMs apply."""
+        residual = x if rows is None else x[:, rows].contiguous()
+        row_scale = ops.row_scale(x, self.input_layernorm.eps)
+        self.self_attn.folded_short_attention(x, row_scale, tables, residual, self.residual_scale, rows)
+        return self.mlp.add_folded_(residual, self.post_attention_layernorm, self.residual_scale)
+
     def normed_decode(self, x: torch.Tensor, rope_tables: tuple[torch.Tensor, torch.Tensor] | None,
                       k_cache: torch.Tensor, v_cache: torch.Tensor,
                       index: tuple[torch.Tensor, torch.Tensor, torch.Tensor]) -> torch.Tensor:
@@ -408,11 +447,12 @@ class MiniCPMModel(nn.Module):
         rows_per_layer = [None] * (len(self.layers) - 1) + [trimmed]
         kv = []
         normed = isinstance(rope, ShortAttentionOp) and self._norms_in_gemms(x)
+        folded = isinstance(rope, ShortAttentionOp) and self._folded_norms_take(x)
         if self.fused_norms and not owned:
             x = x.contiguous().clone()  # the fused paths update the residual stream in place
-        if normed:
+        if normed or folded:
             for layer, layer_rows in zip(self.layers, rows_per_layer):
-                x = layer.normed_forward(x, rope, layer_rows)
+                x = layer.normed_forward(x, rope, layer_rows) if normed else layer.folded_forward(x, rope, layer_rows)
             return ops.rmsnorm(x, self.norm.weight, self.norm.eps), [(None, None)] * len(self.layers)
         if self.fused_norms:
             h = ops.rmsnorm(x, self.layers[0].input_layernorm.weight, self.layers[0].input_layernorm.eps)
@@ -435,6 +475,14 @@ class MiniCPMModel(nn.Module):
         layer = self.layers[0]
         return (ops.skinny_linear.takes_normed(x, layer.self_attn.qkv_weight)
                 and ops.skinny_linear.takes_normed(x, layer.mlp.gate_up_weight))
+
+    def _folded_norms_take(self, x: torch.Tensor) -> bool:
+        """Whether the layers run with their norm weights folded into their GEMMs (folded_forward):
+        custom ops on, folded weights given, at least FOLDED_NORMS_MIN_ROWS rows, and no FP8 copies
+        (the opt-in FP8 mode keeps its own path)."""
+        layer = self.layers[0]
+        return (self.fused_norms and layer.self_attn.folded_qkv is not None and layer.mlp.folded_gate_up is not None
+                and layer.mlp.fp8_gate_up is None and x.shape[0] * x.shape[1] >= FOLDED_NORMS_MIN_ROWS)
 
     def _short_attention_fits(self, x: torch.Tensor, causal: bool) -> bool:
         """Whether the short_attention op serves this call: LocEnc / LocDiT-like bidirectional
