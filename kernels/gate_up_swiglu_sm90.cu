@@ -46,7 +46,7 @@ __device__ __forceinline__ float swiglu_of_accumulators(float gate, float up) {
 // shared-memory staging), run by the warp-specialized kernels through Sm90TmaWarpSpecializedAdapter.
 // kScaled: each row's accumulators are multiplied by its row_scale first (a folded RMSNorm). A
 // separate instantiation, because a runtime switch in this epilogue slowed the unscaled kernel by
-// ~12% on the H200 (perf/RESULTS.md run 61).
+// ~12% on the H200 (perf/RESULTS.md run 62).
 template <bool kScaled>
 struct SwigluEpilogue {
     using EpilogueSchedule = cutlass::epilogue::NoSmemWarpSpecialized;

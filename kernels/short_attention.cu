@@ -359,7 +359,7 @@ __device__ __forceinline__ void wait_async_copies() {
 #define VOXCPM_SHORT_ATTENTION_BOUNDS __launch_bounds__(kMmaWarps * 32)
 #endif
 // SCALED: a.row_scale is set (folded norms). A separate instantiation, so that the unscaled kernel
-// keeps its code: the runtime switch cost the step several percent on the H200 (perf/RESULTS.md run 61).
+// keeps its code: the runtime switch cost the step several percent on the H200 (perf/RESULTS.md run 62).
 template <typename T, int D, int TPAD, bool SCALED>
 __global__ void VOXCPM_SHORT_ATTENTION_BOUNDS short_attention_mma_kernel(ShortArgs a) {
     constexpr int VEC = 8;                // 16-bit elements per 16-byte access

@@ -23,7 +23,7 @@ from voxcpm_triton.ops.short_attention import KERNEL_HEAD_DIMS as SHORT_ATTENTIO
 from voxcpm_triton.ops.short_attention import MAX_SEQ_LEN as SHORT_ATTENTION_MAX_LEN
 
 # Rows (sequences x tokens) from which a stack with folded norm weights (fast_path.enable_folded_norms)
-# runs them: measured from 1408 rows (64 LocDiT streams) up, perf/RESULTS.md run 61.
+# runs them: measured from 1408 rows (64 LocDiT streams) up, perf/RESULTS.md run 62.
 FOLDED_NORMS_MIN_ROWS = 1024
 
 
