@@ -91,7 +91,8 @@ class ModelRunner:
         self.fp8 = self.custom_ops and (fp8_requested() if fp8 is None else fp8)
         enable_fp8(self.model, self.fp8, fp8_min_rows())
         enable_sm90_gate_up(self.model, self.custom_ops and on_cuda)
-        enable_folded_norms(self.model, self.custom_ops and on_cuda and folded_norms_requested())
+        # The FP8 mode keeps its own LocDiT path (MiniCPMModel._folded_norms_take): no folded copies then.
+        enable_folded_norms(self.model, self.custom_ops and on_cuda and folded_norms_requested() and not self.fp8)
         if on_cuda and (compile_requested() if compile_layers_ is None else compile_layers_):
             compile_layers(self.model)
         if kernel_attention is None:
