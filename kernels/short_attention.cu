@@ -417,8 +417,8 @@ __global__ void VOXCPM_SHORT_ATTENTION_BOUNDS short_attention_mma_kernel(ShortAr
     // Key rows [0, L), then the query rows (head-major, token-minor within the group; rows past the
     // group repeat its last row and are never stored), each scaled and rotated by its token's row scale
     // and table row on its way to shared memory (V's scale goes into the probabilities instead). A
-    // thread loads kStageBatch pairs of 16-byte vectors before it stores any, so
-    // their memory round trips overlap instead of queueing one behind the other.
+    // thread loads kStageBatch pairs of 16-byte vectors before it stores any, so their memory round
+    // trips overlap instead of queueing one behind the other.
     struct Staged {
         const T* src;
         T* dst;

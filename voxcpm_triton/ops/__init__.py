@@ -25,7 +25,6 @@ __all__ = [
     "decode_attention_ref", "fp8_linear", "fsq", "fsq_ref", "gate_up_swiglu", "library_status", "linear",
     "linear_residual_", "normed_gate_up_swiglu", "normed_linear", "quantize_fp8", "quantize_fp8_ref",
     "quantize_weight", "rmsnorm", "rmsnorm_ref", "rope_kv_write", "rope_kv_write_ref", "row_scale", "row_scale_ref",
-    "short_attention",
-    "short_attention_ref", "skinny_gemm", "skinny_gemm_ref", "skinny_linear", "snake", "snake_depthwise_conv",
-    "snake_depthwise_conv_ref", "snake_ref", "swiglu", "swiglu_ref",
+    "short_attention", "short_attention_ref", "skinny_gemm", "skinny_gemm_ref", "skinny_linear", "snake",
+    "snake_depthwise_conv", "snake_depthwise_conv_ref", "snake_ref", "swiglu", "swiglu_ref",
 ]

@@ -185,11 +185,11 @@ _scaled_schedules: dict[tuple, int] = {}
 
 
 def scaled(x: torch.Tensor, interleaved: torch.Tensor, row_scale: torch.Tensor) -> torch.Tensor:
-    """swiglu((x @ [gate; up]^T) * row_scale) for a layer whose post-attention RMSNorm weight is folded
-    into the interleaved weight (fast_path.enable_folded_norms). Only the CUTLASS kernel applies a row scale
-    in its epilogue, so there is no cuBLAS path: callers check `available` first. The schedule is the
-    faster of the two for the shape, timed inside lt_gemm.tuning(); an untimed shape takes the
-    cluster schedule."""
+    """swiglu((x @ [gate; up]^T) * row_scale) for a layer whose post-attention RMSNorm weight is
+    folded into the interleaved weight (fast_path.enable_folded_norms). Only the CUTLASS kernel
+    applies a row scale in its epilogue, so there is no cuBLAS path: callers check `available`
+    first. The schedule is the faster of the two for the shape, timed inside lt_gemm.tuning(); an
+    untimed shape takes the cluster schedule."""
     key = (x.device.index, x.shape[0], x.shape[1], interleaved.shape[0])
     schedule = _scaled_schedules.get(key)
     if schedule is None:

@@ -1,9 +1,9 @@
 """The statistic of an RMSNorm folded into the next GEMM's weight: CUDA op and PyTorch reference.
 
 rmsnorm(x) * w @ W^T equals (x @ (W diag(w))^T) * row_scale(x) per row, up to roundings. A layer
-whose norm weights were folded into its qkv and gate_up weights (fast_path.enable_folded_norms) reads the
-residual stream directly and applies this [rows] float32 statistic where the GEMM's output is
-consumed (short_attention, the gate_up epilogue), so the normed rows are never written.
+whose norm weights were folded into its qkv and gate_up weights (fast_path.enable_folded_norms)
+reads the residual stream directly and applies this [rows] float32 statistic where the GEMM's
+output is consumed (short_attention, the gate_up epilogue), so the normed rows are never written.
 """
 
 from __future__ import annotations

@@ -6,9 +6,9 @@ One op replaces RoPE, the head transposes, SDPA and the transpose back: qkv [N *
 positions 0..T-1, so row t of the LongRoPE tables rotates token t. Rotated q and k are rounded to
 the element type as `apply_rope` rounds them; logits, softmax and the weighted sum are fp32.
 
-`row_scale` serves layers whose RMSNorm weight is folded into the qkv weight (fast_path.enable_folded_norms):
-the GEMM then read un-normed rows, and token t's q, k and v still need the row's statistic
-(ops.row_scale), which the op applies as it loads them.
+`row_scale` serves layers whose RMSNorm weight is folded into the qkv weight
+(fast_path.enable_folded_norms): the GEMM then read un-normed rows, and token t's q, k and v still
+need the row's statistic (ops.row_scale), which the op applies as it loads them.
 """
 
 from __future__ import annotations
