@@ -68,6 +68,12 @@ def rmsnorm_case(rows: int, hidden: int, dtype: torch.dtype) -> Case:
                 nbytes(x, residual, weight) + 2 * nbytes(x))
 
 
+def row_scale_case(rows: int, hidden: int, dtype: torch.dtype) -> Case:
+    x = rand(rows, hidden, dtype=dtype)
+    return Case("row_scale", f"rows={rows} hidden={hidden}",
+                lambda: ops.row_scale(x, 1e-5), lambda: ops.row_scale_ref(x, 1e-5), nbytes(x) + rows * 4)
+
+
 def swiglu_case(rows: int, inter: int, dtype: torch.dtype) -> Case:
     gate_up = rand(rows, 2 * inter, dtype=dtype)
     return Case("swiglu", f"rows={rows} inter={inter}", lambda: ops.swiglu(gate_up),
@@ -279,6 +285,7 @@ def build_cases(dtype: torch.dtype, quick: bool) -> list[Case]:
     for b in batches:
         cases.append(rmsnorm_case(b, 2048, dtype))
         cases.append(rmsnorm_case(b * LOCDIT_TOKENS, 1024, dtype))
+        cases.append(row_scale_case(b * LOCDIT_TOKENS, 1024, dtype))  # what the folded norms leave of it
         cases.append(swiglu_case(b, 6144, dtype))
         cases.append(swiglu_case(b * LOCDIT_TOKENS, 4096, dtype))
         cases.append(rope_case(b, dtype))
