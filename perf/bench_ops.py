@@ -285,7 +285,7 @@ def build_cases(dtype: torch.dtype, quick: bool) -> list[Case]:
     for b in batches:
         cases.append(rmsnorm_case(b, 2048, dtype))
         cases.append(rmsnorm_case(b * LOCDIT_TOKENS, 1024, dtype))
-        cases.append(row_scale_case(b * LOCDIT_TOKENS, 1024, dtype))  # what the folded norms leave of it
+        cases.append(row_scale_case(b * LOCDIT_GEMM_ROWS, 1024, dtype))  # what the folded norms leave of it
         cases.append(swiglu_case(b, 6144, dtype))
         cases.append(swiglu_case(b * LOCDIT_TOKENS, 4096, dtype))
         cases.append(rope_case(b, dtype))
