@@ -434,7 +434,7 @@ __global__ void VOXCPM_SHORT_ATTENTION_BOUNDS short_attention_mma_kernel(ShortAr
     const auto stage = [&](auto converting) {
         for (int i0 = threadIdx.x; i0 < items; i0 += kStageBatch * blockDim.x) {
             uint4 x[kStageBatch][2];
-            float factor[kStageBatch];  // SCALED: the rows' scales, in flight with the rows
+            [[maybe_unused]] float factor[kStageBatch];  // SCALED: the rows' scales, in flight with them
 #pragma unroll
             for (int b = 0; b < kStageBatch; ++b) {
                 const int i = i0 + b * blockDim.x;
