@@ -263,10 +263,7 @@ class Attention(nn.Module):
         `rows` picks the query positions kept (residual is [B, T', hidden] then)."""
         batch, length, hidden = x.shape
         qkv = ops.normed_linear(x.view(batch * length, hidden), self.qkv_weight, norm.weight, norm.eps)
-        out = ops.short_attention(qkv, length, self.num_heads, self.num_kv_heads, tables.cos, tables.sin)
-        out = out.view(batch, length, self.num_heads * self.head_dim)
-        return ops.linear_residual_(out if rows is None else out[:, rows].contiguous(), self.o_proj.weight, residual,
-                                    scale)
+        return self._attend_and_add_(qkv, batch, length, tables, residual, scale, rows)
 
     def folded_short_attention(self, x: torch.Tensor, row_scale: torch.Tensor, tables: ShortAttentionOp,
                                residual: torch.Tensor, scale: float, rows: slice | None) -> torch.Tensor:
@@ -276,8 +273,15 @@ class Attention(nn.Module):
         for it."""
         batch, length, hidden = x.shape
         qkv = ops.linear(x.view(batch * length, hidden), self.folded_qkv)
+        return self._attend_and_add_(qkv, batch, length, tables, residual, scale, rows, row_scale.view(batch * length))
+
+    def _attend_and_add_(self, qkv: torch.Tensor, batch: int, length: int, tables: ShortAttentionOp,
+                         residual: torch.Tensor, scale: float, rows: slice | None,
+                         row_scale: torch.Tensor | None = None) -> torch.Tensor:
+        """residual += scale * o_proj(short_attention(qkv)) for the query positions `rows` (all when
+        None), the add inside o_proj's GEMM; the tail of normed_ and folded_short_attention."""
         out = ops.short_attention(qkv, length, self.num_heads, self.num_kv_heads, tables.cos, tables.sin,
-                                  row_scale=row_scale.view(batch * length))
+                                  row_scale=row_scale)
         out = out.view(batch, length, self.num_heads * self.head_dim)
         return ops.linear_residual_(out if rows is None else out[:, rows].contiguous(), self.o_proj.weight, residual,
                                     scale)

@@ -177,16 +177,23 @@ def linear(x: torch.Tensor, weight: torch.Tensor, bias: torch.Tensor | None = No
     """F.linear(x, weight, bias) for x [m, k], on the cuBLASLt algorithm chosen for this shape."""
     if not takes(x, weight, bias):
         return F.linear(x, weight, bias)
-    plan = _plans.get(_key(x, weight, bias))
+    plan = _chosen(_key(x, weight, bias), lambda: _tune(x, weight, bias))
     if plan is None:
-        if not is_tuning() or torch.cuda.is_current_stream_capturing():
-            return F.linear(x, weight, bias)
-        plan = _plans[_key(x, weight, bias)] = _tune(x, weight, bias)
-    if plan.algo is None:
         return F.linear(x, weight, bias)
     out = x.new_empty((x.shape[0], weight.shape[0]))
     _run(plan, plan.algo, x, weight, bias, out)
     return out
+
+
+def _chosen(key: tuple, tune: Callable[[], _Plan]) -> _Plan | None:
+    """The shape's plan if it holds a chosen algorithm, timing the shape first (tune) when a
+    tuning() block is open outside a capture; None: the caller runs its own fallback."""
+    plan = _plans.get(key)
+    if plan is None:
+        if not is_tuning() or torch.cuda.is_current_stream_capturing():
+            return None
+        plan = _plans[key] = tune()
+    return plan if plan.algo is not None else None
 
 
 def choice(x: torch.Tensor, weight: torch.Tensor, bias: torch.Tensor | None = None) -> str:
@@ -310,13 +317,8 @@ def linear_add_(x: torch.Tensor, weight: torch.Tensor, out: torch.Tensor, scale:
     if not (takes(x, weight, None) and out.shape == (x.shape[0], weight.shape[0]) and out.dtype == x.dtype
             and out.is_contiguous() and out.data_ptr() % ALIGNMENT == 0):
         return False
-    key = (*_key(x, weight, None), "add")
-    plan = _plans.get(key)
+    plan = _chosen((*_key(x, weight, None), "add"), lambda: _tune_add(x, weight, out, scale))
     if plan is None:
-        if not is_tuning() or torch.cuda.is_current_stream_capturing():
-            return False
-        plan = _plans[key] = _tune_add(x, weight, out, scale)
-    if plan.algo is None:
         return False
     _run(plan, plan.algo, x, weight, None, out, scale, 1.0)
     return True
