@@ -1,6 +1,6 @@
 """Every cuBLASLt candidate against F.linear on the decoder step's GEMM shapes of many rows.
 
-    python -m perf.lt_gemm_sweep [--streams 4,16,64,256] [--out sweep.md]
+    python -m perf.lt_gemm_sweep [--streams 4,16,64,256] [--out sweep.md] [--candidates 16]
 
 Prints, per (rows, GEMM), F.linear's time, the heuristic's first choice and the fastest candidate
 (us per call, back to back on one stream; the weight stays in L2 where it fits, as it does not in
@@ -63,7 +63,10 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--streams", default="4,16,64,256", help="stream counts; LocDiT rows are 22 per stream")
     parser.add_argument("--out", default=None, help="also write the table here")
+    parser.add_argument("--candidates", type=int, default=lt_gemm.CANDIDATES,
+                        help="heuristic results asked for per shape (lt_gemm.CANDIDATES unless given)")
     args = parser.parse_args()
+    lt_gemm.CANDIDATES = args.candidates
     lines = sweep([int(b) for b in args.streams.split(",")])
     if args.out:
         with open(args.out, "w") as fh:
