@@ -13,7 +13,7 @@ from tests.cpu.test_engine_batching import mixed_requests, tiny_model
 from voxcpm_triton.engine.engine import Engine
 from voxcpm_triton.engine.runner import ModelRunner
 from voxcpm_triton.model.fast_path import enable_custom_ops
-from voxcpm_triton.model.minicpm import RMSNorm
+from voxcpm_triton.model.rms_norm import RMSNorm
 from voxcpm_triton.ops import skinny_linear
 
 TOLERANCE = 2e-5  # fp32; the ops' references round a few intermediates differently (fp32 CFG-Euler)

@@ -14,6 +14,7 @@ from voxcpm_triton import ops
 from voxcpm_triton.config import parse_config
 from voxcpm_triton.model import minicpm
 from voxcpm_triton.model.fast_path import enable_custom_ops, enable_folded_norms, enable_fp8
+from voxcpm_triton.model.rms_norm import RMSNorm
 from voxcpm_triton.model.voxcpm import build_model
 from voxcpm_triton.ops import gate_up_sm90, lt_gemm
 from voxcpm_triton.ops.rmsnorm import rmsnorm_ref
@@ -88,7 +89,7 @@ def _dit_model(dtype: torch.dtype):
     model = build_model(parse_config(config)).eval()
     with torch.no_grad():
         for module in model.modules():
-            if isinstance(module, minicpm.RMSNorm):  # norm weights far from 1, or the fold proves nothing
+            if isinstance(module, RMSNorm):  # norm weights far from 1, or the fold proves nothing
                 module.weight.copy_(torch.rand(module.weight.shape) + 0.5)
     return model.to(dtype)
 

@@ -10,7 +10,8 @@ import torch
 from tests.cpu.test_engine_batching import tiny_model
 from voxcpm_triton.engine.runner import ModelRunner
 from voxcpm_triton.model.fast_path import enable_custom_ops, enable_fp8, fp8_min_rows
-from voxcpm_triton.model.minicpm import MLP, Attention
+from voxcpm_triton.model.attention import Attention
+from voxcpm_triton.model.mlp import MLP
 
 ROWS_PER_SEQUENCE = 11  # tiny VoxCPM2 LocDiT: 2 mu tokens, time, 4 condition and 4 noisy positions
 

@@ -14,7 +14,7 @@ import torch.nn.functional as F
 from tests.cpu.tiny_reference import tiny_config_dict
 from voxcpm_triton.config import parse_config
 from voxcpm_triton.model.fast_path import enable_custom_ops, enable_sm90_gate_up
-from voxcpm_triton.model.minicpm import MLP
+from voxcpm_triton.model.mlp import MLP
 from voxcpm_triton.model.voxcpm import build_model
 from voxcpm_triton.ops import gate_up_sm90
 from voxcpm_triton.ops.skinny_linear import gate_up_swiglu

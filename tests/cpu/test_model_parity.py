@@ -12,7 +12,7 @@ import torch
 from tests.cpu.tiny_reference import build_reference_model, model_state, tiny_config_dict
 from tests.reference_shim import import_reference
 from voxcpm_triton.config import parse_config
-from voxcpm_triton.model.minicpm import DecodeSlots
+from voxcpm_triton.model.attention import DecodeSlots
 from voxcpm_triton.model.voxcpm import build_model
 
 pytestmark = pytest.mark.skipif(import_reference() is None, reason="reference voxcpm not installed")

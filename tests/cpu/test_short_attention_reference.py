@@ -13,7 +13,7 @@ import torch.nn.functional as F
 from tests.cpu.tiny_reference import tiny_config_dict
 from voxcpm_triton import ops
 from voxcpm_triton.config import parse_config
-from voxcpm_triton.model.minicpm import LongRoPE, apply_rope
+from voxcpm_triton.model.rope import LongRoPE, apply_rope
 
 
 def gen(seed: int) -> torch.Generator:

@@ -17,9 +17,9 @@ import torch
 from tests.gpu.op_checks import DEVICE, close, randn
 from tests.gpu.test_short_attention_gpu import longrope_like_tables, make_qkv
 from voxcpm_triton import ops
-from voxcpm_triton.model import minicpm
 from voxcpm_triton.model.fast_path import enable_custom_ops, enable_folded_norms
 from voxcpm_triton.model.local_dit import LocalDiT
+from voxcpm_triton.model.rms_norm import RMSNorm
 from voxcpm_triton.ops import gate_up_sm90, lt_gemm
 
 pytestmark = [
@@ -100,7 +100,7 @@ def _locdit_stack(dtype: torch.dtype) -> LocalDiT:
     with torch.device(DEVICE):
         dit = LocalDiT(dataclasses.replace(config.dit_lm, num_hidden_layers=2), config.feat_dim, config.patch_size, 2)
         for module in dit.modules():
-            if isinstance(module, minicpm.RMSNorm):
+            if isinstance(module, RMSNorm):
                 module.weight.data = torch.rand(module.weight.shape, device=DEVICE) + 0.5
     return dit.to(dtype).eval()
 

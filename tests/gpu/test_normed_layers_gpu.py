@@ -11,7 +11,8 @@ import torch
 from tests.gpu.op_checks import DEVICE, randn
 from tests.gpu.test_graph_runner import slim_voxcpm2
 from voxcpm_triton.model.fast_path import enable_custom_ops
-from voxcpm_triton.model.minicpm import MiniCPMModel, RMSNorm
+from voxcpm_triton.model.minicpm import MiniCPMModel
+from voxcpm_triton.model.rms_norm import RMSNorm
 from voxcpm_triton.ops import library, skinny_linear
 
 pytestmark = [

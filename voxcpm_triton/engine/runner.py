@@ -31,7 +31,7 @@ from voxcpm_triton.engine.slots import KVCache
 from voxcpm_triton.model.fast_path import (compile_layers, compile_requested, custom_ops_requested, enable_custom_ops,
                                            enable_folded_norms, enable_fp8, enable_sm90_gate_up, fp8_min_rows,
                                            folded_norms_requested, fp8_requested)
-from voxcpm_triton.model.minicpm import DecodeSlots
+from voxcpm_triton.model.attention import DecodeSlots
 from voxcpm_triton.model.voxcpm import VoxCPMModel
 from voxcpm_triton.ops import library as ops_library
 

@@ -25,7 +25,9 @@ import torch
 from voxcpm_triton.model.flow_matching import FlowMatching
 from voxcpm_triton.model.fsq import ScalarQuantization
 from voxcpm_triton.model.local_dit import LocalDiT
-from voxcpm_triton.model.minicpm import MLP, Attention, DecoderLayer, MiniCPMModel
+from voxcpm_triton.model.attention import Attention
+from voxcpm_triton.model.minicpm import DecoderLayer, MiniCPMModel
+from voxcpm_triton.model.mlp import MLP
 from voxcpm_triton.model.projection import Projection
 from voxcpm_triton.ops import gate_up_sm90
 from voxcpm_triton.ops.fp8_linear import Fp8Weight, quantizable, quantize_weight

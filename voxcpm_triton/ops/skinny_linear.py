@@ -25,7 +25,7 @@ import torch.nn.functional as F
 from voxcpm_triton.ops import library as lib
 from voxcpm_triton.ops import gate_up_sm90, lt_gemm
 from voxcpm_triton.ops.rmsnorm import rmsnorm
-from voxcpm_triton.ops.swiglu import swiglu, swiglu_ref
+from voxcpm_triton.ops.swiglu import swiglu_ref
 
 MAX_ROWS = 32
 # `linear` routes plain GEMMs to the kernel up to this many rows. Alone, one GEMM at the LocDiT's 22

@@ -24,6 +24,7 @@ import numpy as np
 
 from voxcpm_triton.audio.chunks import PatchChunker
 from voxcpm_triton.engine.request import GenerationRequest
+from voxcpm_triton.serving.step_meter import StepMeter
 
 log = logging.getLogger(__name__)
 
