@@ -22,10 +22,10 @@ import os
 
 import torch
 
+from voxcpm_triton.model.attention import Attention
 from voxcpm_triton.model.flow_matching import FlowMatching
 from voxcpm_triton.model.fsq import ScalarQuantization
 from voxcpm_triton.model.local_dit import LocalDiT
-from voxcpm_triton.model.attention import Attention
 from voxcpm_triton.model.minicpm import DecoderLayer, MiniCPMModel
 from voxcpm_triton.model.mlp import MLP
 from voxcpm_triton.model.projection import Projection

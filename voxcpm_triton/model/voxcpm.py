@@ -15,11 +15,11 @@ import torch.nn as nn
 import torch.nn.functional as F
 
 from voxcpm_triton.config import ModelConfig
+from voxcpm_triton.model.attention import DecodeSlots
 from voxcpm_triton.model.flow_matching import FlowMatching
 from voxcpm_triton.model.fsq import ScalarQuantization
 from voxcpm_triton.model.local_dit import LocalDiT
 from voxcpm_triton.model.local_encoder import LocalEncoder
-from voxcpm_triton.model.attention import DecodeSlots
 from voxcpm_triton.model.minicpm import MiniCPMModel
 from voxcpm_triton.model.projection import Projection
 
