@@ -69,6 +69,15 @@ def test_short_attention_rejects_a_row_scale_of_the_wrong_shape():
         ops.short_attention(qkv, 11, 4, 2, row_scale=torch.ones(22, dtype=torch.float64))
 
 
+def test_the_gate_up_kernel_rejects_a_row_scale_of_the_wrong_shape():
+    x = torch.zeros(4, 8, dtype=torch.bfloat16)
+    interleaved = torch.zeros(gate_up_sm90.WEIGHT_ROWS, 8, dtype=torch.bfloat16)
+    with pytest.raises(ValueError, match="row_scale"):
+        gate_up_sm90.fused(x, interleaved, row_scale=torch.ones(3))
+    with pytest.raises(ValueError, match="row_scale"):
+        gate_up_sm90.fused(x, interleaved, row_scale=torch.ones(4, dtype=torch.float64))
+
+
 def test_gate_up_with_folded_weight_equals_swiglu_of_normed_rows():
     rows, hidden, inter = 40, 48, 128
     g = torch.Generator().manual_seed(4)

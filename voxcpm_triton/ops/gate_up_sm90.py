@@ -22,6 +22,7 @@ import torch.nn.functional as F
 
 from voxcpm_triton.ops import library as lib
 from voxcpm_triton.ops import lt_gemm
+from voxcpm_triton.ops.row_scale import check_row_scale
 from voxcpm_triton.ops.swiglu import swiglu, swiglu_ref
 
 INTERLEAVE = 64  # == VOXCPM_GATE_UP_INTERLEAVE in kernels/voxcpm_kernels.h
@@ -127,9 +128,8 @@ def fused(x: torch.Tensor, interleaved: torch.Tensor, schedule: int = 0,
                 f"weight rows must be a multiple of {WEIGHT_ROWS} and k of 8, got {tuple(interleaved.shape)}")
     lib.require(x.is_contiguous() and interleaved.is_contiguous(), "x and weight must be contiguous")
     lib.require(schedule in SCHEDULES.values(), f"schedule must be one of {SCHEDULES}, got {schedule}")
-    lib.require(row_scale is None or (row_scale.shape == (x.shape[0],) and row_scale.dtype == torch.float32
-                                      and row_scale.is_contiguous() and row_scale.device == x.device),
-                f"row_scale must be contiguous float32 [{x.shape[0]}] on {x.device}")
+    if row_scale is not None:
+        check_row_scale(row_scale, x.shape[0], x.device)
     return torch.ops.voxcpm.gate_up_swiglu_sm90(x, interleaved, schedule, row_scale)
 
 

@@ -35,6 +35,15 @@ def _(x: torch.Tensor, eps: float) -> torch.Tensor:
     return torch.empty(x.shape[:-1], dtype=torch.float32, device=x.device)
 
 
+def check_row_scale(row_scale: torch.Tensor, rows: int, device: torch.device) -> None:
+    """Raises ValueError unless row_scale is what its consumers (short_attention, the gate_up kernel)
+    read: contiguous float32 [rows] on `device`."""
+    lib.require(row_scale.shape == (rows,) and row_scale.dtype == torch.float32 and row_scale.is_contiguous()
+                and row_scale.device == device,
+                f"row_scale must be contiguous float32 [{rows}] on {device}, got {tuple(row_scale.shape)} "
+                f"{row_scale.dtype} on {row_scale.device}")
+
+
 def row_scale(x: torch.Tensor, eps: float) -> torch.Tensor:
     """1 / sqrt(mean(x^2) + eps) over the last dimension, float32 [...] (x's leading shape)."""
     lib.require(x.dim() >= 1 and x.is_contiguous(),

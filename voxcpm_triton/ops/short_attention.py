@@ -19,6 +19,7 @@ import torch
 
 from voxcpm_triton.ops import library as lib
 from voxcpm_triton.ops.rope_kv_write import rotate_ref
+from voxcpm_triton.ops.row_scale import check_row_scale
 
 MAX_SEQ_LEN = 32  # the kernel holds a sequence's keys in one warp's lanes
 KERNEL_HEAD_DIMS = (64, 128)
@@ -120,9 +121,6 @@ def short_attention(qkv: torch.Tensor, seq_len: int, q_heads: int, kv_heads: int
         lib.require(q_heads <= 65535 and tokens // seq_len <= 2**31 - 1,
                     f"at most 65535 q_heads and 2**31 - 1 sequences, got {q_heads} and {tokens // seq_len}")
     if row_scale is not None:
-        lib.require(row_scale.shape == (tokens,) and row_scale.dtype == torch.float32 and row_scale.is_contiguous()
-                    and row_scale.device == qkv.device,
-                    f"row_scale must be contiguous float32 [{tokens}] on {qkv.device}, got {tuple(row_scale.shape)} "
-                    f"{row_scale.dtype} on {row_scale.device}")
+        check_row_scale(row_scale, tokens, qkv.device)
     scale = 1.0 / math.sqrt(head_dim) if scale is None else float(scale)
     return torch.ops.voxcpm.short_attention(qkv, seq_len, q_heads, kv_heads, cos, sin, scale, bool(causal), row_scale)
