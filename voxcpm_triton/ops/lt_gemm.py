@@ -2,9 +2,10 @@
 
 From 64 streams up the LocDiT's GEMMs (1408+ rows) are compute-bound, and torch runs them on
 cuBLAS's heuristic choice: 720 TFLOP/s for gate_up but ~470 for o_proj and down, whose 1024 output
-columns make too few tiles for 132 multiprocessors (perf/RESULTS.md run 18). cuBLASLt lists
-several algorithms per shape. `tuning()` (entered by the graph caches while they warm a graph up)
-lets `linear` time each candidate once per shape, F.linear among them, and keep the fastest;
+columns make too few tiles for 132 multiprocessors (perf/RESULTS.md run 18). cuBLASLt's heuristic
+lists several algorithms per shape, and lt_search finds faster configurations near them. `tuning()`
+(entered by the graph caches while they warm a graph up) lets `linear` time each candidate once per
+shape, F.linear among them, and keep the fastest;
 outside it `linear` runs what was chosen, or F.linear for a shape never timed. So a captured graph
 only ever holds a choice made before the capture. `linear_add_` does the same for a GEMM whose
 output is added to a tensor in place (beta = 1: a residual add inside the GEMM's epilogue).
@@ -29,6 +30,8 @@ from typing import TypeVar
 
 import torch
 import torch.nn.functional as F
+
+from voxcpm_triton.ops import lt_search
 
 WORKSPACE_BYTES = 32 << 20  # what torch gives cuBLAS on Hopper
 CANDIDATES = 16  # heuristic results asked for per shape
@@ -300,10 +303,22 @@ def fastest(expected: torch.Tensor, baseline: Callable[[], object],
     return choice if best_ms < time_call(baseline) * (1 - MIN_GAIN) else None
 
 
+def _searched(plan: _Plan, algos: list[_Algo], runner: Callable[[_Algo], Callable[[], object]],
+              like: torch.Tensor) -> list[_Algo]:
+    """The heuristic's algorithms and the fastest configurations lt_search finds from them."""
+    seconds = lt_search.budget_s()
+    if seconds <= 0 or not algos:
+        return algos
+    seen = {bytes(algo) for algo in algos}
+    found = lt_search.walk(plan, algos, runner, like.dtype, like.device, seconds)
+    return algos + [algo for algo in found if bytes(algo) not in seen]
+
+
 def _tune(x: torch.Tensor, weight: torch.Tensor, bias: torch.Tensor | None) -> _Plan:
     """Times F.linear and every candidate that reproduces it; the plan keeps the fastest."""
     plan, algos = candidates(x, weight, bias)
     out = x.new_empty((x.shape[0], weight.shape[0]))
+    algos = _searched(plan, algos, lambda algo: functools.partial(run_algo, plan, algo, x, weight, bias, out), x)
     calls = [(algo, functools.partial(run_algo, plan, algo, x, weight, bias, out)) for algo in algos]
     plan.algo = fastest(F.linear(x, weight, bias), lambda: F.linear(x, weight, bias), calls, errors=(LtError,))
     return plan
@@ -328,6 +343,9 @@ def _tune_add(x: torch.Tensor, weight: torch.Tensor, out: torch.Tensor, scale: f
     """Times F.linear + add_ against every candidate that reproduces it with out as the source."""
     plan, algos = candidates(x, weight, None)
     expected = (out.float() + scale * F.linear(x, weight).float()).to(out.dtype)
+    scratch = out.clone()
+    algos = _searched(plan, algos, lambda algo: functools.partial(_accumulate, plan, algo, x, weight, scratch, scale),
+                      x)
 
     def accumulating() -> Iterable[tuple[_Algo, Callable[[], torch.Tensor]]]:
         for algo in algos:  # one scratch copy at a time: its first call must start from out

@@ -1,0 +1,67 @@
+"""lt_search.walk's greedy search, on a made-up cost landscape: cuBLASLt's calls (decode, build,
+check, the capability query) and the GPU timing are replaced, so the walk's rules run on the CPU."""
+
+from __future__ import annotations
+
+from dataclasses import replace
+
+import pytest
+
+from voxcpm_triton.ops import lt_search
+from voxcpm_triton.ops.lt_search import Config, Space
+
+START = Config(algo_id=66, tile=1, split_k=1, reduction=0, swizzle=0, custom=0, stages=35, inner=0, cluster=5)
+# Three fields away from START, as run 64's best configuration for the LocDiT's down projection was.
+BEST = replace(START, tile=4, custom=2, cluster=2)
+ROOM = Space(tiles=(1, 2, 3, 4), stages=(35, 36), splits=True, reductions=(2,), swizzle=True, custom_max=3)
+
+
+def _cost(config: Config) -> float:
+    """Each field that matches BEST takes time off; split-k costs extra."""
+    return (20.0 - 3.0 * (config.tile == BEST.tile) - 2.0 * (config.custom == BEST.custom)
+            - 1.0 * (config.cluster == BEST.cluster) + (config.split_k > 1) + 0.1 * (config.stages != 35))
+
+
+def _valid(config: Config) -> bool:
+    return config.cluster in (0, 2, 3, 5) and config.tile != 3
+
+
+@pytest.fixture(autouse=True)
+def fake_cublaslt(monkeypatch):
+    monkeypatch.setattr(lt_search, "decode", lambda algo: algo)
+    monkeypatch.setattr(lt_search, "build", lambda config, dtype, device: config)
+    monkeypatch.setattr(lt_search, "check", lambda plan, algo, device: _valid(algo))
+    monkeypatch.setattr(lt_search, "space", lambda algo_id, dtype, device: ROOM)
+    monkeypatch.setattr(lt_search, "time_batch", lambda calls: [call() for call in calls])
+
+
+def _walk(starts, seconds=5.0):
+    return lt_search.walk(None, starts, lambda config: (lambda: _cost(config)), None, None, seconds)
+
+
+def test_the_walk_reaches_a_configuration_three_fields_away():
+    found = _walk([START])
+    assert found[0] == BEST
+    assert len(found) == lt_search.FINALISTS
+
+
+def test_finalists_are_valid_distinct_and_fastest_first():
+    found = _walk([START, replace(START, tile=2)])
+    assert all(_valid(config) for config in found)
+    assert len(set(found)) == len(found)
+    costs = [_cost(config) for config in found]
+    assert costs == sorted(costs)
+
+
+def test_neighbours_differ_in_one_field_and_never_repeat():
+    out = lt_search.neighbours(START, ROOM)
+    assert START not in out and len(set(out)) == len(out)
+    for config in out:
+        changed = {name for name in Config.__dataclass_fields__ if getattr(config, name) != getattr(START, name)}
+        assert changed and (len(changed) == 1 or changed == {"split_k", "reduction"}), changed
+    assert replace(START, split_k=4, reduction=2) in out
+    assert replace(START, tile=4) in out and replace(START, cluster=2) in out
+
+
+def test_an_exhausted_budget_returns_no_finalists():
+    assert _walk([START], seconds=0.0) == []

@@ -1,0 +1,240 @@
+"""cuBLASLt algorithms one configuration field away from the heuristic's picks, searched by time.
+
+cuBLASLt's heuristic offers at most 8 algorithms for the step's GEMMs (perf/RESULTS.md run 63), and
+for the LocDiT's projections to 1024 columns at 1408 rows none of them is the fastest: a caller may
+build an algorithm itself (an algorithm id, then a tile, stage count, split-k and its reduction,
+swizzle, custom option and thread-block cluster shape among what the id supports), validated by
+cublasLtMatmulAlgoCheck. Run 64 walked that space for 30 s a shape: down 21.2 -> 17.5 us, o_proj
+11.3 -> 10.6, qkv 13.2 -> 12.5, from configurations two or three fields away from the heuristic's.
+
+`walk` does the same greedily under a time budget: it times every valid configuration one field
+from the fastest configuration not yet walked from, starting with the heuristic's, and returns the
+fastest few it found. Candidates are timed in batches queued behind one sleeping kernel, so a
+batch costs about its GPU time: the budget buys a few walks (each a few hundred checks and ~100
+timed configurations) per shape.
+"""
+
+from __future__ import annotations
+
+import ctypes
+import os
+import time
+from collections.abc import Callable
+from dataclasses import astuple, dataclass, replace
+
+import torch
+
+from voxcpm_triton.ops import lt_gemm
+
+# Seconds a shape's walk may take while a graph warms up; VOXCPM_LT_SEARCH_S=0 keeps the heuristic's list.
+DEFAULT_BUDGET_S = 0.5
+FINALISTS = 4  # configurations handed back, fastest first, for the caller to time against its own
+BATCH = 24  # configurations timed behind one sleeping kernel
+CALLS_PER_CONFIG = 4
+LAUNCH_US = 30  # host time to queue one ctypes cuBLASLt call, with margin: sizes the sleeping kernel
+CYCLES_PER_US = 2000
+
+# cublasLt.h: algorithm capability and configuration attributes.
+_CAP_SPLITK, _CAP_REDUCTION_MASK, _CAP_SWIZZLE, _CAP_TILE_IDS, _CAP_CUSTOM_MAX, _CAP_STAGES_IDS = 0, 1, 2, 6, 7, 13
+_FIELDS = {"algo_id": (0, ctypes.c_int32), "tile": (1, ctypes.c_uint32), "split_k": (2, ctypes.c_int32),
+           "reduction": (3, ctypes.c_uint32), "swizzle": (4, ctypes.c_uint32), "custom": (5, ctypes.c_uint32),
+           "stages": (6, ctypes.c_uint32), "inner": (7, ctypes.c_uint16), "cluster": (8, ctypes.c_uint16)}
+_SPLITS = (2, 3, 4, 6, 8)
+# Cluster shape ids to try (cublasLtClusterShape_t); AlgoCheck rejects what an algorithm cannot run.
+_CLUSTER_IDS = range(0, 24)
+_CUSTOM_LIMIT = 16
+
+
+@dataclass(frozen=True)
+class Config:
+    """One algorithm's configuration, as cublasLtMatmulAlgoConfigGetAttribute reads it."""
+    algo_id: int
+    tile: int
+    split_k: int
+    reduction: int
+    swizzle: int
+    custom: int
+    stages: int
+    inner: int
+    cluster: int
+
+
+@dataclass(frozen=True)
+class Space:
+    """What one algorithm id supports."""
+    tiles: tuple[int, ...]
+    stages: tuple[int, ...]
+    splits: bool
+    reductions: tuple[int, ...]
+    swizzle: bool
+    custom_max: int
+
+
+def budget_s() -> float:
+    return float(os.environ.get("VOXCPM_LT_SEARCH_S", DEFAULT_BUDGET_S))
+
+
+def _lib() -> ctypes.CDLL:
+    lib = lt_gemm._library()
+    if not hasattr(lib, "_voxcpm_search_declared"):
+        p, i32, size = ctypes.c_void_p, ctypes.c_int, ctypes.c_size_t
+        for name, argtypes in {
+            "cublasLtMatmulAlgoGetIds": [p, i32, i32, i32, i32, i32, i32, i32, p, p],
+            "cublasLtMatmulAlgoInit": [p, i32, i32, i32, i32, i32, i32, i32, p],
+            "cublasLtMatmulAlgoCapGetAttribute": [p, i32, p, size, p],
+            "cublasLtMatmulAlgoConfigSetAttribute": [p, i32, p, size],
+            "cublasLtMatmulAlgoConfigGetAttribute": [p, i32, p, size, p],
+            "cublasLtMatmulAlgoCheck": [p, p, p, p, p, p, p, p],
+        }.items():
+            fn = getattr(lib, name)
+            fn.argtypes, fn.restype = argtypes, ctypes.c_int
+        lib._voxcpm_search_declared = True
+    return lib
+
+
+def _types(dtype: torch.dtype) -> tuple[int, ...]:
+    data = lt_gemm._DATA_TYPES[dtype]
+    return (lt_gemm._COMPUTE_32F, lt_gemm._R_32F, data, data, data, data)
+
+
+def decode(algo: lt_gemm._Algo) -> Config:
+    values = {}
+    for name, (attr, ctype) in _FIELDS.items():
+        word, written = ctype(0), ctypes.c_size_t(0)
+        _lib().cublasLtMatmulAlgoConfigGetAttribute(ctypes.byref(algo), attr, ctypes.byref(word), ctypes.sizeof(word),
+                                                    ctypes.byref(written))
+        values[name] = int(word.value)
+    return Config(**values)
+
+
+def build(config: Config, dtype: torch.dtype, device: torch.device) -> lt_gemm._Algo | None:
+    """The algorithm of `config`, or None where cuBLASLt refuses a field."""
+    algo = lt_gemm._Algo()
+    if _lib().cublasLtMatmulAlgoInit(lt_gemm._device(device).handle, *_types(dtype), config.algo_id,
+                                     ctypes.byref(algo)) != 0:
+        return None
+    for name, (attr, ctype) in _FIELDS.items():
+        word = ctype(getattr(config, name))
+        if name != "algo_id" and _lib().cublasLtMatmulAlgoConfigSetAttribute(
+                ctypes.byref(algo), attr, ctypes.byref(word), ctypes.sizeof(word)) != 0:
+            return None
+    return algo
+
+
+def check(plan: lt_gemm._Plan, algo: lt_gemm._Algo, device: torch.device) -> bool:
+    """Whether cuBLASLt runs `algo` on the plan's shape within the workspace lt_gemm gives it."""
+    result = lt_gemm._Heuristic()
+    status = _lib().cublasLtMatmulAlgoCheck(lt_gemm._device(device).handle, plan.desc, plan.w_layout, plan.x_layout,
+                                            plan.y_layout, plan.y_layout, ctypes.byref(algo), ctypes.byref(result))
+    return status == 0 and result.state == 0 and result.workspace_size <= lt_gemm.WORKSPACE_BYTES
+
+
+def _cap_words(algo: lt_gemm._Algo, attr: int) -> tuple[int, ...]:
+    written = ctypes.c_size_t(0)
+    _lib().cublasLtMatmulAlgoCapGetAttribute(ctypes.byref(algo), attr, None, 0, ctypes.byref(written))
+    if written.value < 4:
+        return ()
+    words = (ctypes.c_uint32 * (written.value // 4))()
+    _lib().cublasLtMatmulAlgoCapGetAttribute(ctypes.byref(algo), attr, words, ctypes.sizeof(words),
+                                             ctypes.byref(written))
+    return tuple(words)
+
+
+def _cap_int(algo: lt_gemm._Algo, attr: int) -> int:
+    word, written = ctypes.c_int32(0), ctypes.c_size_t(0)
+    _lib().cublasLtMatmulAlgoCapGetAttribute(ctypes.byref(algo), attr, ctypes.byref(word), ctypes.sizeof(word),
+                                             ctypes.byref(written))
+    return int(word.value)
+
+
+_spaces: dict[tuple[int, torch.dtype], Space | None] = {}
+
+
+def space(algo_id: int, dtype: torch.dtype, device: torch.device) -> Space | None:
+    key = (algo_id, dtype)
+    if key not in _spaces:
+        algo = lt_gemm._Algo()
+        if _lib().cublasLtMatmulAlgoInit(lt_gemm._device(device).handle, *_types(dtype), algo_id,
+                                         ctypes.byref(algo)) != 0:
+            _spaces[key] = None
+        else:
+            mask = _cap_int(algo, _CAP_REDUCTION_MASK)
+            _spaces[key] = Space(_cap_words(algo, _CAP_TILE_IDS), _cap_words(algo, _CAP_STAGES_IDS),
+                                 bool(_cap_int(algo, _CAP_SPLITK)), tuple(bit for bit in (1, 2, 4) if mask & bit),
+                                 bool(_cap_int(algo, _CAP_SWIZZLE)),
+                                 min(_cap_int(algo, _CAP_CUSTOM_MAX), _CUSTOM_LIMIT))
+    return _spaces[key]
+
+
+def neighbours(config: Config, room: Space) -> list[Config]:
+    """Every configuration that differs from `config` in one field (split-k and its reduction
+    scheme count as one)."""
+    out = [replace(config, tile=t) for t in room.tiles]
+    out += [replace(config, stages=s) for s in room.stages]
+    if room.splits:
+        out += [replace(config, split_k=1, reduction=0)]
+        out += [replace(config, split_k=s, reduction=r) for s in _SPLITS for r in room.reductions]
+    if room.swizzle:
+        out += [replace(config, swizzle=s) for s in (0, 1)]
+    out += [replace(config, custom=c) for c in range(room.custom_max + 1)]
+    out += [replace(config, cluster=c) for c in _CLUSTER_IDS]
+    return [c for c in dict.fromkeys(out) if c != config]
+
+
+def time_batch(calls: list[Callable[[], None]], repeats: int = CALLS_PER_CONFIG) -> list[float]:
+    """Device us per call of each, all queued behind one sleeping kernel long enough for the host
+    to queue them, with an event between consecutive candidates."""
+    for call in calls:
+        call()
+    events = [torch.cuda.Event(enable_timing=True) for _ in range(len(calls) + 1)]
+    torch.cuda._sleep(len(calls) * repeats * LAUNCH_US * CYCLES_PER_US)
+    events[0].record()
+    for call, end in zip(calls, events[1:]):
+        for _ in range(repeats):
+            call()
+        end.record()
+    events[-1].synchronize()
+    return [events[i].elapsed_time(events[i + 1]) * 1e3 / repeats for i in range(len(calls))]
+
+
+def walk(plan: lt_gemm._Plan, starts: list[lt_gemm._Algo], runner: Callable[[lt_gemm._Algo], Callable[[], None]],
+         dtype: torch.dtype, device: torch.device, seconds: float) -> list[lt_gemm._Algo]:
+    """Up to FINALISTS algorithms, fastest first, among `starts` and the valid configurations found
+    one field at a time from the fastest ones, within `seconds`. runner(algo) gives a call that
+    runs algo once on the shape's operands (it must not grow without bound when repeated)."""
+    deadline = time.monotonic() + seconds
+    times: dict[Config, float] = {}
+    algos: dict[Config, lt_gemm._Algo] = {}
+
+    def measure(configs: list[Config]) -> None:
+        for first in range(0, len(configs), BATCH):
+            if time.monotonic() >= deadline:
+                return
+            batch = configs[first:first + BATCH]
+            for config, us in zip(batch, time_batch([runner(algos[c]) for c in batch])):
+                times[config] = us
+
+    for algo in starts:
+        config = decode(algo)
+        algos.setdefault(config, algo)
+    measure(list(algos))
+    walked: set[Config] = set()
+    while time.monotonic() < deadline:
+        fresh = [c for c in sorted(times, key=times.get) if c not in walked]
+        if not fresh:
+            break
+        walked.add(fresh[0])
+        room = space(fresh[0].algo_id, dtype, device)
+        if room is None:
+            continue
+        found = []
+        for config in neighbours(fresh[0], room):
+            if config in algos or time.monotonic() >= deadline:
+                continue
+            algo = build(config, dtype, device)
+            if algo is not None and check(plan, algo, device):
+                algos[config] = algo
+                found.append(config)
+        measure(found)
+    ranked = sorted(times, key=lambda c: (times[c], astuple(c)))
+    return [algos[c] for c in ranked[:FINALISTS]]
