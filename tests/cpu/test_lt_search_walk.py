@@ -35,7 +35,7 @@ def fake_cublaslt(monkeypatch):
     monkeypatch.setattr(lt_search, "time_batch", lambda calls: [call() for call in calls])
 
 
-def _walk(starts, seconds=5.0):
+def _walk(starts, seconds=0.5):
     return lt_search.walk(None, starts, lambda config: (lambda: _cost(config)), None, None, seconds)
 
 
@@ -65,3 +65,14 @@ def test_neighbours_differ_in_one_field_and_never_repeat():
 
 def test_an_exhausted_budget_returns_no_finalists():
     assert _walk([START], seconds=0.0) == []
+
+
+def test_budget_skips_few_rows_and_stops_when_the_process_total_is_spent(monkeypatch):
+    monkeypatch.setenv("VOXCPM_LT_SEARCH_S", "0.25")
+    monkeypatch.setattr(lt_search, "_spent_s", 0.0)
+    assert lt_search.budget_s(lt_search.MIN_ROWS - 1) == 0.0
+    assert lt_search.budget_s(1408) == 0.25
+    monkeypatch.setattr(lt_search, "_spent_s", lt_search.TOTAL_BUDGET_S - 0.1)
+    assert lt_search.budget_s(1408) == pytest.approx(0.1)
+    monkeypatch.setattr(lt_search, "_spent_s", lt_search.TOTAL_BUDGET_S)
+    assert lt_search.budget_s(1408) == 0.0

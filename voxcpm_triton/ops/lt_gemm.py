@@ -306,7 +306,7 @@ def fastest(expected: torch.Tensor, baseline: Callable[[], object],
 def _searched(plan: _Plan, algos: list[_Algo], runner: Callable[[_Algo], Callable[[], object]],
               like: torch.Tensor) -> list[_Algo]:
     """The heuristic's algorithms and the fastest configurations lt_search finds from them."""
-    seconds = lt_search.budget_s()
+    seconds = lt_search.budget_s(like.shape[0])
     if seconds <= 0 or not algos:
         return algos
     seen = {bytes(algo) for algo in algos}

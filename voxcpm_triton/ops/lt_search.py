@@ -7,11 +7,12 @@ swizzle, custom option and thread-block cluster shape among what the id supports
 cublasLtMatmulAlgoCheck. Run 64 walked that space for 30 s a shape: down 21.2 -> 17.5 us, o_proj
 11.3 -> 10.6, qkv 13.2 -> 12.5, from configurations two or three fields away from the heuristic's.
 
-`walk` does the same greedily under a time budget: it times every valid configuration one field
-from the fastest configuration not yet walked from, starting with the heuristic's, and returns the
-fastest few it found. Candidates are timed in batches queued behind one sleeping kernel, so a
-batch costs about its GPU time: the budget buys a few walks (each a few hundred checks and ~100
-timed configurations) per shape.
+`walk` does the same greedily under a time budget, from the fastest configuration not walked from
+yet (the heuristic's first), one field at a time, and returns the fastest few it found.
+Candidates are timed in batches queued behind one sleeping kernel, so a batch costs about its GPU
+time; checking a configuration (cublasLtMatmulAlgoCheck) costs host time. Only shapes of at least
+MIN_ROWS rows are walked: at the LM's 64 the 30 s search gained 2-4% on 6-16 us kernels, not worth
+0.5 s of start-up each; and a process stops walking after TOTAL_BUDGET_S.
 """
 
 from __future__ import annotations
@@ -28,6 +29,8 @@ from voxcpm_triton.ops import lt_gemm
 
 # Seconds a shape's walk may take while a graph warms up; VOXCPM_LT_SEARCH_S=0 keeps the heuristic's list.
 DEFAULT_BUDGET_S = 0.5
+TOTAL_BUDGET_S = 60.0  # all walks of one process together
+MIN_ROWS = 256
 FINALISTS = 4  # configurations handed back, fastest first, for the caller to time against its own
 BATCH = 24  # configurations timed behind one sleeping kernel
 CALLS_PER_CONFIG = 4
@@ -70,8 +73,14 @@ class Space:
     custom_max: int
 
 
-def budget_s() -> float:
-    return float(os.environ.get("VOXCPM_LT_SEARCH_S", DEFAULT_BUDGET_S))
+_spent_s = 0.0  # by this process's walks
+
+
+def budget_s(rows: int) -> float:
+    """Seconds a walk over a shape of `rows` rows may take now (0: keep the heuristic's list)."""
+    if rows < MIN_ROWS:
+        return 0.0
+    return max(0.0, min(float(os.environ.get("VOXCPM_LT_SEARCH_S", DEFAULT_BUDGET_S)), TOTAL_BUDGET_S - _spent_s))
 
 
 def _lib() -> ctypes.CDLL:
@@ -166,19 +175,31 @@ def space(algo_id: int, dtype: torch.dtype, device: torch.device) -> Space | Non
     return _spaces[key]
 
 
-def neighbours(config: Config, room: Space) -> list[Config]:
-    """Every configuration that differs from `config` in one field (split-k and its reduction
-    scheme count as one)."""
-    out = [replace(config, tile=t) for t in room.tiles]
-    out += [replace(config, stages=s) for s in room.stages]
-    if room.splits:
-        out += [replace(config, split_k=1, reduction=0)]
-        out += [replace(config, split_k=s, reduction=r) for s in _SPLITS for r in room.reductions]
-    if room.swizzle:
-        out += [replace(config, swizzle=s) for s in (0, 1)]
-    out += [replace(config, custom=c) for c in range(room.custom_max + 1)]
-    out += [replace(config, cluster=c) for c in _CLUSTER_IDS]
+# The order walk changes fields in: the cheap few first, so the tiles are timed at their best.
+FIELD_ORDER = ("cluster", "custom", "tile", "stages", "split_k", "swizzle")
+
+
+def variants(config: Config, room: Space, field: str) -> list[Config]:
+    """The configurations that differ from `config` in `field` alone (split-k with its reduction)."""
+    if field == "cluster":
+        out = [replace(config, cluster=c) for c in _CLUSTER_IDS]
+    elif field == "custom":
+        out = [replace(config, custom=c) for c in range(room.custom_max + 1)]
+    elif field == "tile":
+        out = [replace(config, tile=t) for t in room.tiles]
+    elif field == "stages":
+        out = [replace(config, stages=s) for s in room.stages]
+    elif field == "split_k":
+        out = [replace(config, split_k=1, reduction=0)] if room.splits else []
+        out += [replace(config, split_k=s, reduction=r) for s in _SPLITS for r in room.reductions if room.splits]
+    else:
+        out = [replace(config, swizzle=s) for s in (0, 1)] if room.swizzle else []
     return [c for c in dict.fromkeys(out) if c != config]
+
+
+def neighbours(config: Config, room: Space) -> list[Config]:
+    """Every configuration that differs from `config` in one field."""
+    return list(dict.fromkeys(c for field in FIELD_ORDER for c in variants(config, room, field)))
 
 
 def time_batch(calls: list[Callable[[], None]], repeats: int = CALLS_PER_CONFIG) -> list[float]:
@@ -199,9 +220,11 @@ def time_batch(calls: list[Callable[[], None]], repeats: int = CALLS_PER_CONFIG)
 
 def walk(plan: lt_gemm._Plan, starts: list[lt_gemm._Algo], runner: Callable[[lt_gemm._Algo], Callable[[], None]],
          dtype: torch.dtype, device: torch.device, seconds: float) -> list[lt_gemm._Algo]:
-    """Up to FINALISTS algorithms, fastest first, among `starts` and the valid configurations found
-    one field at a time from the fastest ones, within `seconds`. runner(algo) gives a call that
-    runs algo once on the shape's operands (it must not grow without bound when repeated)."""
+    """Up to FINALISTS algorithms, fastest first, among `starts` and the valid configurations the
+    walk times within `seconds`. runner(algo) gives a call that runs algo once on the shape's
+    operands. From the fastest configuration not walked from yet, the walk goes field by field
+    (FIELD_ORDER): it times every valid value of the field and moves to the fastest before the next
+    field, so one pass can change several fields, as the best configurations of run 64 needed."""
     deadline = time.monotonic() + seconds
     times: dict[Config, float] = {}
     algos: dict[Config, lt_gemm._Algo] = {}
@@ -215,26 +238,32 @@ def walk(plan: lt_gemm._Plan, starts: list[lt_gemm._Algo], runner: Callable[[lt_
                 times[config] = us
 
     for algo in starts:
-        config = decode(algo)
-        algos.setdefault(config, algo)
+        algos.setdefault(decode(algo), algo)
     measure(list(algos))
     walked: set[Config] = set()
     while time.monotonic() < deadline:
         fresh = [c for c in sorted(times, key=times.get) if c not in walked]
         if not fresh:
             break
-        walked.add(fresh[0])
-        room = space(fresh[0].algo_id, dtype, device)
+        current = fresh[0]
+        walked.add(current)
+        room = space(current.algo_id, dtype, device)
         if room is None:
             continue
-        found = []
-        for config in neighbours(fresh[0], room):
-            if config in algos or time.monotonic() >= deadline:
-                continue
-            algo = build(config, dtype, device)
-            if algo is not None and check(plan, algo, device):
-                algos[config] = algo
-                found.append(config)
-        measure(found)
+        for field in FIELD_ORDER:
+            found = []
+            for config in variants(current, room, field):
+                if time.monotonic() >= deadline:
+                    break
+                if config not in algos:
+                    algo = build(config, dtype, device)
+                    if algo is None or not check(plan, algo, device):
+                        continue
+                    algos[config] = algo
+                    found.append(config)
+            measure(found)
+            current = min((c for c in [current, *variants(current, room, field)] if c in times), key=times.get)
+    global _spent_s
+    _spent_s += seconds - max(0.0, deadline - time.monotonic())
     ranked = sorted(times, key=lambda c: (times[c], astuple(c)))
     return [algos[c] for c in ranked[:FINALISTS]]
