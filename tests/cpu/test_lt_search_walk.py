@@ -76,3 +76,17 @@ def test_budget_skips_few_rows_and_stops_when_the_process_total_is_spent(monkeyp
     assert lt_search.budget_s(1408) == pytest.approx(0.1)
     monkeypatch.setattr(lt_search, "_spent_s", lt_search.TOTAL_BUDGET_S)
     assert lt_search.budget_s(1408) == 0.0
+
+
+def test_configurations_cublaslt_refuses_to_run_are_left_out():
+    # AlgoCheck passes cluster id 2, yet every call with it raises: the walk must carry on without.
+    def run(config: Config):
+        def call():
+            if config.cluster == 2:
+                raise lt_search.lt_gemm.LtError("cublasLtMatmul returned cuBLAS status 15")
+            return _cost(config)
+        return call
+
+    found = lt_search.walk(None, [START], run, None, None, 0.5)
+    assert found and all(config.cluster != 2 for config in found)
+    assert found[0] == replace(BEST, cluster=0)  # the fastest that runs; ties go to the lowest fields
