@@ -1,5 +1,5 @@
 """exit_with_server ends its process once the parent it was started for is gone, even while the
-process's main thread is busy."""
+process's main thread is busy or blocks holding the GIL, and its guard leaves once the process is."""
 
 from __future__ import annotations
 
@@ -9,7 +9,9 @@ import subprocess
 import sys
 import time
 
-from tests.process_state import running
+import pytest
+
+from tests.process_state import children, running
 
 # The middle process starts a worker that guards against the middle one's death, prints the
 # worker's PID and waits; the worker's main thread would otherwise sleep for a minute.
@@ -25,10 +27,18 @@ from voxcpm_triton.serving.orphan_guard import exit_with_server
 exit_with_server(os.getppid(), poll_s=0.05)
 time.sleep(60)
 """
+# ctypes.PyDLL keeps the GIL through the call: no other thread of this process runs for a minute.
+WORKER_HOLDING_THE_GIL = """
+import ctypes, os
+from voxcpm_triton.serving.orphan_guard import exit_with_server
+exit_with_server(os.getppid(), poll_s=0.05)
+ctypes.PyDLL(None).sleep(60)
+"""
 
 
-def test_worker_ends_when_its_parent_is_killed():
-    middle = subprocess.Popen([sys.executable, "-c", MIDDLE, WORKER], stdout=subprocess.PIPE, text=True)
+@pytest.mark.parametrize("worker_code", [WORKER, WORKER_HOLDING_THE_GIL], ids=["sleeping", "holding-the-gil"])
+def test_worker_ends_when_its_parent_is_killed(worker_code):
+    middle = subprocess.Popen([sys.executable, "-c", MIDDLE, worker_code], stdout=subprocess.PIPE, text=True)
     worker = int(middle.stdout.readline())
     try:
         time.sleep(0.5)
@@ -42,3 +52,17 @@ def test_worker_ends_when_its_parent_is_killed():
     finally:
         if running(worker):
             os.kill(worker, signal.SIGKILL)
+
+
+def test_the_guard_leaves_when_its_process_ends():
+    worker = subprocess.Popen([sys.executable, "-c", "import os, time\n"
+                               "from voxcpm_triton.serving.orphan_guard import exit_with_server\n"
+                               "exit_with_server(os.getppid(), poll_s=0.05)\ntime.sleep(0.5)"])
+    time.sleep(0.3)
+    guards = children(worker.pid)
+    assert len(guards) == 1 and running(guards[0])
+    worker.wait(10)
+    deadline = time.monotonic() + 10
+    while running(guards[0]) and time.monotonic() < deadline:
+        time.sleep(0.05)
+    assert not running(guards[0]), "a guard must not outlive the process it guards"

@@ -6,29 +6,45 @@ tritonserver during a stream, the text_encoder stubs exited within a second, but
 (and at times the vocoder's) stayed alive indefinitely, every thread waiting on a futex. These two
 are the models with threads or calls of their own in flight when the server goes. (On the H200, in
 one try with a tiny checkpoint, every stub exited by itself; perf/RESULTS.md run 57.) On a GPU such
-an orphan would keep its memory (tens of GB for the decoder) from the restarted server. So each of
-them starts this guard: a daemon thread that ends the process outright as soon as the stub's parent
-is no longer the server that started it. It does no clean-up: the next server start removes what a
-dead server left in /dev/shm.
+an orphan would keep its memory (tens of GB for the decoder) from the restarted server.
+
+So each model starts this guard when it loads: a small shell process that SIGKILLs the stub as soon
+as the stub's parent is no longer the server that started it, and exits by itself once the stub is
+gone. It used to be a daemon thread in the stub. A thread needs the GIL, and a stub thread that
+blocks inside a call holding the GIL (a C++ call into a dead server, say) would starve it; one CI
+run of stop 26 saw a stub outlive its killed server that way or another. A process needs nothing
+from the stub. It does no clean-up: the next server start removes what a dead server left in
+/dev/shm.
 """
 
 from __future__ import annotations
 
 import os
-import threading
-import time
+import subprocess
 
 POLL_S = 0.5
 
+# $1 stub pid, $2 server pid, $3 poll seconds. The fields of /proc/<pid>/stat after the command
+# name: 2 is the parent, 20 the start time, which tells the stub from a later process that reuses
+# its pid.
+_WATCH = """
+fields() { { read -r line < "/proc/$1/stat"; } 2>/dev/null || return 1; rest=${line##*')'}; }
+fields "$1" || exit 0
+set -- "$1" "$2" "$3" $rest
+start=${23}
+while :; do
+  fields "$1" || exit 0
+  set -- "$1" "$2" "$3" $rest
+  [ "${23}" = "$start" ] || exit 0
+  if [ "$5" != "$2" ]; then kill -9 "$1" 2>/dev/null; exit 0; fi
+  sleep "$3"
+done
+"""
 
-def exit_with_server(server_pid: int, poll_s: float = POLL_S) -> threading.Thread:
-    """Start the guard for the server `server_pid` (the stub's parent when the model loads)."""
 
-    def run() -> None:
-        while os.getppid() == server_pid:
-            time.sleep(poll_s)
-        os._exit(1)
-
-    thread = threading.Thread(target=run, name="voxcpm-orphan-guard", daemon=True)
-    thread.start()
-    return thread
+def exit_with_server(server_pid: int, poll_s: float = POLL_S) -> subprocess.Popen:
+    """Start the guard of this process against the death of the server `server_pid` (the stub's
+    parent when the model loads)."""
+    return subprocess.Popen(["/bin/sh", "-c", _WATCH, "orphan-guard", str(os.getpid()), str(server_pid), str(poll_s)],
+                            stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
+                            close_fds=True)

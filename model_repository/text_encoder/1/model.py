@@ -7,12 +7,14 @@ import triton_python_backend_utils as pb_utils
 
 from voxcpm_triton.frontend import Frontend
 from voxcpm_triton.serving import model_settings
+from voxcpm_triton.serving.orphan_guard import exit_with_server
 from voxcpm_triton.serving.text_encoding import TextEncoding
 from voxcpm_triton.voice_cache import VoiceCache, voices_folder
 
 
 class TritonPythonModel:
     def initialize(self, args):
+        exit_with_server(os.getppid())  # the stub's parent is tritonserver
         parameters, folder, device, loaded = model_settings.load_audio_side(args)
         vae = loaded.audio_vae
         seconds_per_patch = loaded.config.patch_size * vae.decode_hop_length / vae.sample_rate
