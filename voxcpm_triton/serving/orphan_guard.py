@@ -8,13 +8,14 @@ are the models with threads or calls of their own in flight when the server goes
 one try with a tiny checkpoint, every stub exited by itself; perf/RESULTS.md run 57.) On a GPU such
 an orphan would keep its memory (tens of GB for the decoder) from the restarted server.
 
-So each model starts this guard when it loads: a small shell process that SIGKILLs the stub as soon
-as the stub's parent is no longer the server that started it, and exits by itself once the stub is
-gone. It used to be a daemon thread in the stub. A thread needs the GIL, and a stub thread that
-blocks inside a call holding the GIL (a C++ call into a dead server, say) would starve it; one CI
-run of stop 26 saw a stub outlive its killed server that way or another. A process needs nothing
-from the stub. It does no clean-up: the next server start removes what a dead server left in
-/dev/shm.
+So each model starts this guard when it loads: a small shell process. It SIGKILLs the stub as
+soon as the stub's parent is no longer the server that started it, and exits by itself once the
+stub is gone. Until stop 26 the guard was a daemon thread in the stub. A thread needs the GIL, so a
+stub thread blocked in a call that keeps the GIL would starve it
+(tests/cpu/test_orphan_guard.py holds the GIL that way). In one CI run of stop 26 a stub outlived
+its killed server by more than 10 s; which stub, and why, was not found. A process needs nothing
+from the stub. The guard does no clean-up: the next server start removes what a dead server left
+in /dev/shm.
 """
 
 from __future__ import annotations
