@@ -99,6 +99,12 @@ def _declare(lib: ctypes.CDLL) -> None:
         "cublasLtMatmulPreferenceSetAttribute": [p, i32, p, ctypes.c_size_t],
         "cublasLtMatmulAlgoGetHeuristic": [p, p, p, p, p, p, p, i32, p, p],
         "cublasLtMatmul": [p, p, p, p, p, p, p, p, p, p, p, p, p, p, ctypes.c_size_t, p],
+        # Building algorithms by hand (lt_search).
+        "cublasLtMatmulAlgoInit": [p, i32, i32, i32, i32, i32, i32, i32, p],
+        "cublasLtMatmulAlgoCapGetAttribute": [p, i32, p, ctypes.c_size_t, p],
+        "cublasLtMatmulAlgoConfigSetAttribute": [p, i32, p, ctypes.c_size_t],
+        "cublasLtMatmulAlgoConfigGetAttribute": [p, i32, p, ctypes.c_size_t, p],
+        "cublasLtMatmulAlgoCheck": [p, p, p, p, p, p, p, p],
     }
     for name, argtypes in signatures.items():
         fn = getattr(lib, name)
@@ -318,8 +324,12 @@ def _tune(x: torch.Tensor, weight: torch.Tensor, bias: torch.Tensor | None) -> _
     """Times F.linear and every candidate that reproduces it; the plan keeps the fastest."""
     plan, algos = candidates(x, weight, bias)
     out = x.new_empty((x.shape[0], weight.shape[0]))
-    algos = _searched(plan, algos, lambda algo: functools.partial(run_algo, plan, algo, x, weight, bias, out), x)
-    calls = [(algo, functools.partial(run_algo, plan, algo, x, weight, bias, out)) for algo in algos]
+
+    def call(algo: _Algo) -> Callable[[], torch.Tensor]:
+        return functools.partial(run_algo, plan, algo, x, weight, bias, out)
+
+    algos = _searched(plan, algos, call, x)
+    calls = [(algo, call(algo)) for algo in algos]
     plan.algo = fastest(F.linear(x, weight, bias), lambda: F.linear(x, weight, bias), calls, errors=(LtError,))
     return plan
 

@@ -83,49 +83,38 @@ def budget_s(rows: int) -> float:
     return max(0.0, min(float(os.environ.get("VOXCPM_LT_SEARCH_S", DEFAULT_BUDGET_S)), TOTAL_BUDGET_S - _spent_s))
 
 
-def _lib() -> ctypes.CDLL:
-    lib = lt_gemm._library()
-    if not hasattr(lib, "_voxcpm_search_declared"):
-        p, i32, size = ctypes.c_void_p, ctypes.c_int, ctypes.c_size_t
-        for name, argtypes in {
-            "cublasLtMatmulAlgoGetIds": [p, i32, i32, i32, i32, i32, i32, i32, p, p],
-            "cublasLtMatmulAlgoInit": [p, i32, i32, i32, i32, i32, i32, i32, p],
-            "cublasLtMatmulAlgoCapGetAttribute": [p, i32, p, size, p],
-            "cublasLtMatmulAlgoConfigSetAttribute": [p, i32, p, size],
-            "cublasLtMatmulAlgoConfigGetAttribute": [p, i32, p, size, p],
-            "cublasLtMatmulAlgoCheck": [p, p, p, p, p, p, p, p],
-        }.items():
-            fn = getattr(lib, name)
-            fn.argtypes, fn.restype = argtypes, ctypes.c_int
-        lib._voxcpm_search_declared = True
-    return lib
-
-
 def _types(dtype: torch.dtype) -> tuple[int, ...]:
     data = lt_gemm._DATA_TYPES[dtype]
     return (lt_gemm._COMPUTE_32F, lt_gemm._R_32F, data, data, data, data)
 
 
 def decode(algo: lt_gemm._Algo) -> Config:
-    values = {}
+    lib, values = lt_gemm._library(), {}
     for name, (attr, ctype) in _FIELDS.items():
         word, written = ctype(0), ctypes.c_size_t(0)
-        _lib().cublasLtMatmulAlgoConfigGetAttribute(ctypes.byref(algo), attr, ctypes.byref(word), ctypes.sizeof(word),
-                                                    ctypes.byref(written))
+        lib.cublasLtMatmulAlgoConfigGetAttribute(ctypes.byref(algo), attr, ctypes.byref(word), ctypes.sizeof(word),
+                                                 ctypes.byref(written))
         values[name] = int(word.value)
     return Config(**values)
 
 
+def _init(algo_id: int, dtype: torch.dtype, device: torch.device) -> lt_gemm._Algo | None:
+    """Algorithm `algo_id` in its default configuration, or None where cuBLASLt has no such id."""
+    algo = lt_gemm._Algo()
+    status = lt_gemm._library().cublasLtMatmulAlgoInit(lt_gemm._device(device).handle, *_types(dtype), algo_id,
+                                                       ctypes.byref(algo))
+    return algo if status == 0 else None
+
+
 def build(config: Config, dtype: torch.dtype, device: torch.device) -> lt_gemm._Algo | None:
     """The algorithm of `config`, or None where cuBLASLt refuses a field."""
-    algo = lt_gemm._Algo()
-    if _lib().cublasLtMatmulAlgoInit(lt_gemm._device(device).handle, *_types(dtype), config.algo_id,
-                                     ctypes.byref(algo)) != 0:
+    algo, lib = _init(config.algo_id, dtype, device), lt_gemm._library()
+    if algo is None:
         return None
     for name, (attr, ctype) in _FIELDS.items():
         word = ctype(getattr(config, name))
-        if name != "algo_id" and _lib().cublasLtMatmulAlgoConfigSetAttribute(
-                ctypes.byref(algo), attr, ctypes.byref(word), ctypes.sizeof(word)) != 0:
+        if name != "algo_id" and lib.cublasLtMatmulAlgoConfigSetAttribute(ctypes.byref(algo), attr, ctypes.byref(word),
+                                                                          ctypes.sizeof(word)) != 0:
             return None
     return algo
 
@@ -133,26 +122,26 @@ def build(config: Config, dtype: torch.dtype, device: torch.device) -> lt_gemm._
 def check(plan: lt_gemm._Plan, algo: lt_gemm._Algo, device: torch.device) -> bool:
     """Whether cuBLASLt runs `algo` on the plan's shape within the workspace lt_gemm gives it."""
     result = lt_gemm._Heuristic()
-    status = _lib().cublasLtMatmulAlgoCheck(lt_gemm._device(device).handle, plan.desc, plan.w_layout, plan.x_layout,
-                                            plan.y_layout, plan.y_layout, ctypes.byref(algo), ctypes.byref(result))
+    status = lt_gemm._library().cublasLtMatmulAlgoCheck(lt_gemm._device(device).handle, plan.desc, plan.w_layout,
+                                                        plan.x_layout, plan.y_layout, plan.y_layout, ctypes.byref(algo),
+                                                        ctypes.byref(result))
     return status == 0 and result.state == 0 and result.workspace_size <= lt_gemm.WORKSPACE_BYTES
 
 
 def _cap_words(algo: lt_gemm._Algo, attr: int) -> tuple[int, ...]:
-    written = ctypes.c_size_t(0)
-    _lib().cublasLtMatmulAlgoCapGetAttribute(ctypes.byref(algo), attr, None, 0, ctypes.byref(written))
+    lib, written = lt_gemm._library(), ctypes.c_size_t(0)
+    lib.cublasLtMatmulAlgoCapGetAttribute(ctypes.byref(algo), attr, None, 0, ctypes.byref(written))
     if written.value < 4:
         return ()
     words = (ctypes.c_uint32 * (written.value // 4))()
-    _lib().cublasLtMatmulAlgoCapGetAttribute(ctypes.byref(algo), attr, words, ctypes.sizeof(words),
-                                             ctypes.byref(written))
+    lib.cublasLtMatmulAlgoCapGetAttribute(ctypes.byref(algo), attr, words, ctypes.sizeof(words), ctypes.byref(written))
     return tuple(words)
 
 
 def _cap_int(algo: lt_gemm._Algo, attr: int) -> int:
     word, written = ctypes.c_int32(0), ctypes.c_size_t(0)
-    _lib().cublasLtMatmulAlgoCapGetAttribute(ctypes.byref(algo), attr, ctypes.byref(word), ctypes.sizeof(word),
-                                             ctypes.byref(written))
+    lt_gemm._library().cublasLtMatmulAlgoCapGetAttribute(ctypes.byref(algo), attr, ctypes.byref(word),
+                                                         ctypes.sizeof(word), ctypes.byref(written))
     return int(word.value)
 
 
@@ -162,9 +151,8 @@ _spaces: dict[tuple[int, torch.dtype], Space | None] = {}
 def space(algo_id: int, dtype: torch.dtype, device: torch.device) -> Space | None:
     key = (algo_id, dtype)
     if key not in _spaces:
-        algo = lt_gemm._Algo()
-        if _lib().cublasLtMatmulAlgoInit(lt_gemm._device(device).handle, *_types(dtype), algo_id,
-                                         ctypes.byref(algo)) != 0:
+        algo = _init(algo_id, dtype, device)
+        if algo is None:
             _spaces[key] = None
         else:
             mask = _cap_int(algo, _CAP_REDUCTION_MASK)
@@ -195,11 +183,6 @@ def variants(config: Config, room: Space, field: str) -> list[Config]:
     else:
         out = [replace(config, swizzle=s) for s in (0, 1)] if room.swizzle else []
     return [c for c in dict.fromkeys(out) if c != config]
-
-
-def neighbours(config: Config, room: Space) -> list[Config]:
-    """Every configuration that differs from `config` in one field."""
-    return list(dict.fromkeys(c for field in FIELD_ORDER for c in variants(config, room, field)))
 
 
 def time_batch(calls: list[Callable[[], None]], repeats: int = CALLS_PER_CONFIG) -> list[float]:
