@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import os
+import time
 
 
 def _stat_fields(pid: int) -> list[str] | None:
@@ -22,3 +23,11 @@ def running(pid: int) -> bool:
 def children(pid: int) -> list[int]:
     return [int(entry) for entry in os.listdir("/proc")
             if entry.isdigit() and (fields := _stat_fields(int(entry))) is not None and int(fields[1]) == pid]
+
+
+def still_running(pids: list[int], within_s: float, poll_s: float = 0.05) -> list[int]:
+    """Those of `pids` still running after waiting up to `within_s` for all of them to end."""
+    deadline = time.monotonic() + within_s
+    while any(running(pid) for pid in pids) and time.monotonic() < deadline:
+        time.sleep(poll_s)
+    return [pid for pid in pids if running(pid)]

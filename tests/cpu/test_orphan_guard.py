@@ -11,7 +11,7 @@ import time
 
 import pytest
 
-from tests.process_state import children, running
+from tests.process_state import children, running, still_running
 
 # The middle process starts a worker that guards against the middle one's death, prints the
 # worker's PID and waits; the worker's main thread would otherwise sleep for a minute.
@@ -45,10 +45,7 @@ def test_worker_ends_when_its_parent_is_killed(worker_code):
         assert running(worker), "the guard must leave a worker with a live parent alone"
         middle.send_signal(signal.SIGKILL)
         middle.wait()
-        deadline = time.monotonic() + 10
-        while running(worker) and time.monotonic() < deadline:
-            time.sleep(0.05)
-        assert not running(worker)
+        assert not still_running([worker], within_s=10)
     finally:
         if running(worker):
             os.kill(worker, signal.SIGKILL)
@@ -62,7 +59,4 @@ def test_the_guard_leaves_when_its_process_ends():
     guards = children(worker.pid)
     assert len(guards) == 1 and running(guards[0])
     worker.wait(10)
-    deadline = time.monotonic() + 10
-    while running(guards[0]) and time.monotonic() < deadline:
-        time.sleep(0.05)
-    assert not running(guards[0]), "a guard must not outlive the process it guards"
+    assert not still_running(guards, within_s=10), "a guard must not outlive the process it guards"

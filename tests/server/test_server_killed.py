@@ -7,12 +7,11 @@ from __future__ import annotations
 import os
 import signal
 import threading
-import time
 
 import pytest
 
 from client.streaming import VoxCPMClient, VoxCPMError
-from tests.process_state import children, running
+from tests.process_state import children, running, still_running
 from tritonserver_process import REPO, start_server
 
 pytestmark = pytest.mark.server
@@ -40,10 +39,7 @@ def test_killed_server_leaves_no_model_process(tiny_checkpoint, tmp_path):
         server.process.send_signal(signal.SIGKILL)
         server.process.wait(timeout=10)
 
-        deadline = time.monotonic() + 10
-        while any(running(pid) for pid in stubs) and time.monotonic() < deadline:
-            time.sleep(0.2)
-        assert not [pid for pid in stubs if running(pid)], "model processes outlived their server"
+        assert not still_running(stubs, within_s=10, poll_s=0.2), "model processes outlived their server"
         listener.join(10)
         assert ended.get("how", "").startswith("error"), ended
     finally:
