@@ -72,13 +72,17 @@ def test_an_exhausted_budget_returns_no_finalists():
 
 def test_budget_skips_few_rows_and_stops_when_the_process_total_is_spent(monkeypatch):
     monkeypatch.setenv("VOXCPM_LT_SEARCH_S", "0.25")
+    monkeypatch.delenv("VOXCPM_LT_SEARCH_TOTAL_S", raising=False)
     monkeypatch.setattr(lt_search, "_spent_s", 0.0)
     assert lt_search.budget_s(lt_search.MIN_ROWS - 1) == 0.0
     assert lt_search.budget_s(1408) == 0.25
-    monkeypatch.setattr(lt_search, "_spent_s", lt_search.TOTAL_BUDGET_S - 0.1)
+    monkeypatch.setattr(lt_search, "_spent_s", lt_search.DEFAULT_TOTAL_BUDGET_S - 0.1)
     assert lt_search.budget_s(1408) == pytest.approx(0.1)
-    monkeypatch.setattr(lt_search, "_spent_s", lt_search.TOTAL_BUDGET_S)
+    assert lt_search.requested_s(1408) == 0.25  # what was asked, whatever is left
+    monkeypatch.setattr(lt_search, "_spent_s", lt_search.DEFAULT_TOTAL_BUDGET_S)
     assert lt_search.budget_s(1408) == 0.0
+    monkeypatch.setenv("VOXCPM_LT_SEARCH_TOTAL_S", str(lt_search.DEFAULT_TOTAL_BUDGET_S + 10))
+    assert lt_search.budget_s(1408) == 0.25
 
 
 def test_configurations_cublaslt_refuses_to_run_are_left_out():

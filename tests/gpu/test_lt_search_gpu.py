@@ -1,6 +1,7 @@
 """lt_search on the GPU: configurations decode and rebuild to the same algorithm, the walk's
-finalists compute F.linear's product (with a bias, and added into an output), and a zero budget
-leaves lt_gemm with the heuristic's list alone."""
+finalists compute F.linear's product (with a bias, and added into an output), a zero budget
+leaves lt_gemm with the heuristic's list alone, and a later process reuses a walk's finalists from
+the lt_cache file."""
 
 from __future__ import annotations
 
@@ -10,7 +11,7 @@ import pytest
 import torch
 import torch.nn.functional as F
 
-from voxcpm_triton.ops import lt_gemm, lt_search
+from voxcpm_triton.ops import lt_cache, lt_gemm, lt_search
 
 pytestmark = [pytest.mark.gpu, pytest.mark.skipif(not torch.cuda.is_available(), reason="needs a CUDA GPU")]
 
@@ -72,4 +73,25 @@ def test_a_zero_budget_keeps_the_heuristic_list(monkeypatch):
     x, w, _ = _operands(1408, 1024, 2560, False)
     plan, algos = lt_gemm.candidates(x, w, None)
     monkeypatch.setenv("VOXCPM_LT_SEARCH_S", "0")
-    assert lt_gemm._searched(plan, algos, lambda algo: None, x) is algos
+    assert lt_gemm._searched(plan, algos, lambda algo: None, x, lt_gemm._key(x, w, None)) is algos
+
+
+def test_a_cached_walk_serves_the_next_tuning_of_the_shape(tmp_path, monkeypatch):
+    x, w, _ = _operands(1408, 4096, 1024, False)
+    monkeypatch.setenv("VOXCPM_LT_CACHE", str(tmp_path / "lt.json"))
+    monkeypatch.setenv("VOXCPM_LT_SEARCH_S", str(WALK_S))
+    monkeypatch.setattr(lt_gemm, "_plans", {})
+    monkeypatch.setattr(lt_search, "_spent_s", 0.0)
+    with lt_gemm.tuning():
+        lt_gemm.linear(x, w)
+    entry = lt_cache.lookup(x.device, lt_gemm._key(x, w, None))
+    assert entry is not None and entry.seconds == WALK_S and entry.configs
+
+    def no_walk(*args, **kwargs):
+        raise AssertionError("the cached finalists should have been used")
+
+    monkeypatch.setattr(lt_search, "walk", no_walk)
+    monkeypatch.setattr(lt_gemm, "_plans", {})  # as a new process would start
+    with lt_gemm.tuning():
+        out = lt_gemm.linear(x, w)
+    _assert_close(out, F.linear(x, w))

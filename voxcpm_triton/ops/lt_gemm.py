@@ -31,7 +31,7 @@ from typing import TypeVar
 import torch
 import torch.nn.functional as F
 
-from voxcpm_triton.ops import lt_search
+from voxcpm_triton.ops import lt_cache, lt_search
 
 WORKSPACE_BYTES = 32 << 20  # what torch gives cuBLAS on Hopper
 CANDIDATES = 16  # heuristic results asked for per shape
@@ -110,6 +110,13 @@ def _declare(lib: ctypes.CDLL) -> None:
         fn = getattr(lib, name)
         fn.argtypes = argtypes
         fn.restype = ctypes.c_int
+    lib.cublasLtGetVersion.argtypes = []
+    lib.cublasLtGetVersion.restype = ctypes.c_size_t
+
+
+def version() -> int:
+    """cuBLASLt's version number (e.g. 130100): its configurations are only comparable within one."""
+    return int(_library().cublasLtGetVersion())
 
 
 def _call(name: str, *args: object) -> None:
@@ -310,13 +317,22 @@ def fastest(expected: torch.Tensor, baseline: Callable[[], object],
 
 
 def _searched(plan: _Plan, algos: list[_Algo], runner: Callable[[_Algo], Callable[[], object]],
-              like: torch.Tensor) -> list[_Algo]:
-    """The heuristic's algorithms and the fastest configurations lt_search finds from them."""
-    seconds = lt_search.budget_s(like.shape[0])
-    if seconds <= 0 or not algos:
+              like: torch.Tensor, key: tuple) -> list[_Algo]:
+    """The heuristic's algorithms and the fastest configurations lt_search finds from them, or an
+    earlier walk found (lt_cache) with at least the walk time this one would have."""
+    wanted = lt_search.requested_s(like.shape[0])
+    if wanted <= 0 or not algos:
         return algos
+    entry = lt_cache.lookup(like.device, key)
+    cached = [algo for algo in (lt_search.build(config, like.dtype, like.device) for config in entry.configs)
+              if algo is not None and lt_search.check(plan, algo, like.device)] if entry else []
+    found = cached
+    if not cached or entry.seconds < wanted:
+        seconds = lt_search.budget_s(like.shape[0])
+        if seconds > 0:
+            found = lt_search.walk(plan, algos + cached, runner, like.dtype, like.device, seconds)
+            lt_cache.record(like.device, key, lt_cache.Entry(seconds, tuple(map(lt_search.decode, found))))
     seen = {bytes(algo) for algo in algos}
-    found = lt_search.walk(plan, algos, runner, like.dtype, like.device, seconds)
     return algos + [algo for algo in found if bytes(algo) not in seen]
 
 
@@ -328,7 +344,7 @@ def _tune(x: torch.Tensor, weight: torch.Tensor, bias: torch.Tensor | None) -> _
     def call(algo: _Algo) -> Callable[[], torch.Tensor]:
         return functools.partial(run_algo, plan, algo, x, weight, bias, out)
 
-    algos = _searched(plan, algos, call, x)
+    algos = _searched(plan, algos, call, x, _key(x, weight, bias))
     calls = [(algo, call(algo)) for algo in algos]
     plan.algo = fastest(F.linear(x, weight, bias), lambda: F.linear(x, weight, bias), calls, errors=(LtError,))
     return plan
@@ -355,7 +371,7 @@ def _tune_add(x: torch.Tensor, weight: torch.Tensor, out: torch.Tensor, scale: f
     expected = (out.float() + scale * F.linear(x, weight).float()).to(out.dtype)
     scratch = out.clone()
     algos = _searched(plan, algos, lambda algo: functools.partial(_accumulate, plan, algo, x, weight, scratch, scale),
-                      x)
+                      x, (*_key(x, weight, None), "add"))
 
     def accumulating() -> Iterable[tuple[_Algo, Callable[[], torch.Tensor]]]:
         for algo in algos:  # one scratch copy at a time: its first call must start from out

@@ -12,7 +12,7 @@ yet (the heuristic's first), one field at a time, and returns the fastest few it
 Candidates are timed in batches queued behind one sleeping kernel, so a batch costs about its GPU
 time; checking a configuration (cublasLtMatmulAlgoCheck) costs host time. Only shapes of at least
 MIN_ROWS rows are walked: at the LM's 64 the 30 s search gained 2-4% on 6-16 us kernels, not worth
-0.5 s of start-up each; and a process stops walking after TOTAL_BUDGET_S.
+0.5 s of start-up each; and a process stops walking after VOXCPM_LT_SEARCH_TOTAL_S (60 s).
 """
 
 from __future__ import annotations
@@ -29,7 +29,7 @@ from voxcpm_triton.ops import lt_gemm
 
 # Seconds a shape's walk may take while a graph warms up; VOXCPM_LT_SEARCH_S=0 keeps the heuristic's list.
 DEFAULT_BUDGET_S = 0.5
-TOTAL_BUDGET_S = 60.0  # all walks of one process together
+DEFAULT_TOTAL_BUDGET_S = 60.0  # all walks of one process together
 MIN_ROWS = 256
 FINALISTS = 4  # configurations handed back, fastest first, for the caller to time against its own
 BATCH = 24  # configurations timed behind one sleeping kernel
@@ -76,11 +76,16 @@ class Space:
 _spent_s = 0.0  # by this process's walks
 
 
+def requested_s(rows: int) -> float:
+    """Seconds asked for a walk over a shape of `rows` rows (0: keep the heuristic's list)."""
+    return float(os.environ.get("VOXCPM_LT_SEARCH_S", DEFAULT_BUDGET_S)) if rows >= MIN_ROWS else 0.0
+
+
 def budget_s(rows: int) -> float:
-    """Seconds a walk over a shape of `rows` rows may take now (0: keep the heuristic's list)."""
-    if rows < MIN_ROWS:
-        return 0.0
-    return max(0.0, min(float(os.environ.get("VOXCPM_LT_SEARCH_S", DEFAULT_BUDGET_S)), TOTAL_BUDGET_S - _spent_s))
+    """Seconds a walk over a shape of `rows` rows may take now: what is asked, within what is left of
+    the process's VOXCPM_LT_SEARCH_TOTAL_S."""
+    total = float(os.environ.get("VOXCPM_LT_SEARCH_TOTAL_S", DEFAULT_TOTAL_BUDGET_S))
+    return max(0.0, min(requested_s(rows), total - _spent_s))
 
 
 def _types(dtype: torch.dtype) -> tuple[int, ...]:

@@ -18,6 +18,7 @@ from voxcpm_triton.audio.chunks import DEFAULT_MAX_NEW
 from voxcpm_triton.checkpoint.loader import LoadedCheckpoint, load_checkpoint
 
 CHECKPOINT_ENV = "VOXCPM_CHECKPOINT"
+LT_CACHE_ENV = "VOXCPM_LT_CACHE"
 DTYPES = {"float32": torch.float32, "bfloat16": torch.bfloat16, "float16": torch.float16}
 
 
@@ -40,6 +41,19 @@ def checkpoint_folder(parameters: dict[str, str], model_folder: str) -> Path:
             "parameter); make the demo one with build/setup.sh or point the setting at a VoxCPM folder"
         )
     return path.resolve()
+
+
+def apply_lt_cache(parameters: dict[str, str], model_folder: str) -> None:
+    """Point lt_cache at the `lt_cache` parameter's file (relative: from the model repository, as
+    `checkpoint`; `model_folder` is the model's own folder in it) unless VOXCPM_LT_CACHE is already
+    set; an empty value keeps no file."""
+    setting = parameters.get("lt_cache", "")
+    if LT_CACHE_ENV in os.environ or not setting:
+        return
+    path = Path(setting)
+    if not path.is_absolute():
+        path = Path(model_folder).resolve().parent / path
+    os.environ[LT_CACHE_ENV] = str(path.resolve())
 
 
 def instance_device(args: dict) -> str:
