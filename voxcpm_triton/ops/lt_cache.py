@@ -30,6 +30,9 @@ from voxcpm_triton.ops import lt_gemm
 from voxcpm_triton.ops.lt_search import Config
 
 
+ENV = "VOXCPM_LT_CACHE"
+
+
 @dataclass(frozen=True)
 class Entry:
     """One shape's finalists, fastest first, and the walk budget that found them."""
@@ -39,7 +42,7 @@ class Entry:
 
 def path() -> Path | None:
     """The cache file, or None where VOXCPM_LT_CACHE is unset or empty (no cache)."""
-    value = os.environ.get("VOXCPM_LT_CACHE", "")
+    value = os.environ.get(ENV, "")
     return Path(value) if value else None
 
 

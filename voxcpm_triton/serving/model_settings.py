@@ -16,9 +16,9 @@ import torch
 
 from voxcpm_triton.audio.chunks import DEFAULT_MAX_NEW
 from voxcpm_triton.checkpoint.loader import LoadedCheckpoint, load_checkpoint
+from voxcpm_triton.ops import lt_cache
 
 CHECKPOINT_ENV = "VOXCPM_CHECKPOINT"
-LT_CACHE_ENV = "VOXCPM_LT_CACHE"
 DTYPES = {"float32": torch.float32, "bfloat16": torch.bfloat16, "float16": torch.float16}
 
 
@@ -27,14 +27,19 @@ def string_parameters(model_config: dict) -> dict[str, str]:
     return {key: value["string_value"] for key, value in model_config.get("parameters", {}).items()}
 
 
+def _in_repository(setting: str, model_folder: str) -> Path:
+    """A setting's path; a relative one is taken from the model repository (the folder above
+    `model_folder`, the model's own folder, which Triton passes as model_repository)."""
+    path = Path(setting)
+    return path if path.is_absolute() else Path(model_folder).resolve().parent / path
+
+
 def checkpoint_folder(parameters: dict[str, str], model_folder: str) -> Path:
     """The checkpoint folder this repository serves; an error naming both settings if it is missing."""
     setting = os.environ.get(CHECKPOINT_ENV) or parameters.get("checkpoint")
     if not setting:
         raise ValueError(f"no checkpoint: set {CHECKPOINT_ENV} or the 'checkpoint' parameter in config.pbtxt")
-    path = Path(setting)
-    if not path.is_absolute():
-        path = Path(model_folder).resolve().parent / path
+    path = _in_repository(setting, model_folder)
     if not (path / "config.json").is_file():
         raise ValueError(
             f"checkpoint folder {path} has no config.json (from {CHECKPOINT_ENV} or the 'checkpoint' "
@@ -48,12 +53,9 @@ def apply_lt_cache(parameters: dict[str, str], model_folder: str) -> None:
     `checkpoint`; `model_folder` is the model's own folder in it) unless VOXCPM_LT_CACHE is already
     set; an empty value keeps no file."""
     setting = parameters.get("lt_cache", "")
-    if LT_CACHE_ENV in os.environ or not setting:
+    if lt_cache.ENV in os.environ or not setting:
         return
-    path = Path(setting)
-    if not path.is_absolute():
-        path = Path(model_folder).resolve().parent / path
-    os.environ[LT_CACHE_ENV] = str(path.resolve())
+    os.environ[lt_cache.ENV] = str(_in_repository(setting, model_folder).resolve())
 
 
 def instance_device(args: dict) -> str:
