@@ -112,9 +112,11 @@ def test_noise_ring_draws_a_block_per_stream():
     generator = torch.Generator().manual_seed(5)
     expected = torch.randn((3, 8, 4), generator=torch.Generator().manual_seed(5))
     seen = []
-    for produced in range(3):
-        ring.refill_if_due(1, produced, generator)
-        seen.append(ring.read(torch.tensor([1]), torch.tensor([ring.row(produced)]))[0])
+    generators = [None, generator]
+    for launched in range(3):
+        rows = ring.rows(np.array([1]), np.array([launched]), generators)
+        seen.append(ring.read(torch.tensor([1]), torch.from_numpy(rows))[0])
     assert all(torch.equal(seen[k], expected[k].T) for k in range(3))
-    ring.refill_if_due(1, 3, generator)  # the next block comes from the same generator
+    ring.rows(np.array([1]), np.array([3]), generators)  # the next block comes from the same generator
     assert not torch.equal(ring.ring[1], expected)
+    assert not ring.ring[0].any()  # the other slot's generator was never asked

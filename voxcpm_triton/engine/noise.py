@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import os
 
+import numpy as np
 import torch
 
 DEFAULT_BLOCK = 32
@@ -31,13 +32,14 @@ class NoiseRing:
         self.block = block
         self.ring = torch.zeros(max_slots + 1, block, feat_dim, patch_size, device=device, dtype=dtype)
 
-    def row(self, produced: int) -> int:
-        return produced % self.block
-
-    def refill_if_due(self, slot: int, produced: int, generator: torch.Generator) -> None:
-        """Draw the slot's next `block` patches when its stream starts a new block."""
-        if produced % self.block == 0:
-            self.ring[slot].normal_(generator=generator)
+    def rows(self, slots: np.ndarray, launched: np.ndarray, generators: list[torch.Generator | None]) -> np.ndarray:
+        """Ring row of each stream's next step, [B] (streams in slots[i] with launched[i] steps
+        queued so far); a stream starting a new block first draws it from generators[slot]."""
+        rows = launched % self.block
+        for i in np.flatnonzero(rows == 0).tolist():
+            slot = int(slots[i])
+            self.ring[slot].normal_(generator=generators[slot])
+        return rows
 
     def read(self, slots: torch.Tensor, rows: torch.Tensor) -> torch.Tensor:
         """Device gather of each row's patch: [B, P, D]."""

@@ -302,8 +302,9 @@ class ModelRunner:
 
     def _launch_fixed(self, streams: list[Stream]) -> PendingStep:
         batch = len(streams)
-        for stream in streams:
-            self.noise.refill_if_due(stream.slot, stream.launched, self.generators[stream.slot])
+        slots = np.fromiter((s.slot for s in streams), dtype=np.int64, count=batch)
+        launched = np.fromiter((s.launched for s in streams), dtype=np.int64, count=batch)
+        noise_rows = self.noise.rows(slots, launched, self.generators)
         timesteps = {s.request.timesteps for s in streams}
         graph = None
         if self.graphs is not None and len(timesteps) == 1:
@@ -311,10 +312,9 @@ class ModelRunner:
         # Eager runs pad to the same bucket, so graphed and eager steps run identical shapes.
         size = graph.batch if graph is not None else next((b for b in self.buckets if b >= batch), batch)
         host_index, host_out = self._staging.take(size)
-        host_index[0].fill_(self.scratch_slot)
-        host_index[1].zero_()
-        host_index[0, :batch] = torch.tensor([s.slot for s in streams])
-        host_index[1, :batch] = torch.tensor([self.noise.row(s.launched) for s in streams])
+        index = host_index.numpy()  # numpy writes: a few torch ops on tiny tensors cost more
+        index[0, :batch], index[0, batch:] = slots, self.scratch_slot
+        index[1, :batch], index[1, batch:] = noise_rows, 0
         pinned = self.device.type == "cuda"
         if graph is not None:
             graph.index.copy_(host_index, non_blocking=True)

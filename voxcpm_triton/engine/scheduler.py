@@ -1,16 +1,17 @@
 """Scheduler: which streams run this step, and the bookkeeping of what they produced.
 
-It owns host-side state only (queue, slots, per-stream counters and the left-context window of
+It owns host-side state only (queue, slots, per-stream counters and the left-context windows of
 recent patches); the runner owns everything on the device.
 """
 
 from __future__ import annotations
 
 from collections import deque
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 
 import numpy as np
 
+from voxcpm_triton.engine.patch_windows import PatchWindows
 from voxcpm_triton.engine.request import GenerationRequest, StepOutput
 from voxcpm_triton.engine.slots import SlotPool
 
@@ -23,7 +24,6 @@ class Stream:
     produced: int = 0  # patches booked
     # Decode steps queued (ModelRunner.launch); ahead of `produced` by the step in flight.
     launched: int = 0
-    window: deque = field(default_factory=deque)  # recent patches, np.float32 [P, D] each
 
     @property
     def position(self) -> int:
@@ -52,6 +52,7 @@ class Scheduler:
         self.slots = SlotPool(max_slots)
         self.max_context = max_context
         self.window_patches = window_patches
+        self.windows = PatchWindows(max_slots, window_patches)
         self.queue: deque[GenerationRequest] = deque()
         self.running: dict[str, Stream] = {}
         self._cancelled: set[str] = set()
@@ -100,8 +101,7 @@ class Scheduler:
             prefill_tokens += length
             request = self.queue.popleft()
             stream = Stream(request, self.slots.allocate(), request.patch_budget(self.max_context))
-            for patch in request.context_patches[-(self.window_patches - 1):] if self.window_patches > 1 else []:
-                stream.window.append(patch.detach().to("cpu").float().numpy())
+            self.windows.start(stream.slot, request.context_patches.detach().to("cpu").float().numpy())
             self.running[request.request_id] = stream
             admitted.append(stream)
         # A stream whose last step is still in flight (Engine with launch_ahead) has none left.
@@ -115,17 +115,23 @@ class Scheduler:
         stop head fired and i > min_len, or if it has used its patch budget. Rows of streams that
         ended after the step was launched (stopped by the step before, cancelled) are dropped.
         """
+        booked = [(row, stream) for row, stream in enumerate(batch.running)
+                  if self.running.get(stream.request.request_id) is stream]
+        if not booked:
+            return []
+        count = len(booked)
+        if count < len(batch.running):
+            rows = np.fromiter((row for row, _ in booked), dtype=np.int64, count=count)
+            patches, stop = patches[rows], stop[rows]
+        slots = np.fromiter((stream.slot for _, stream in booked), dtype=np.int64, count=count)
+        windows = self.windows.push(slots, patches[:count])
+        stops = stop[:count].tolist()
         outputs = []
-        for row, stream in enumerate(batch.running):
-            if self.running.get(stream.request.request_id) is not stream:
-                continue
+        for (_, stream), window, stopped in zip(booked, windows, stops):
             step = stream.produced
             stream.produced += 1
-            stream.window.append(patches[row])
-            while len(stream.window) > self.window_patches:
-                stream.window.popleft()
-            finished = (bool(stop[row]) and step > stream.request.min_len) or stream.produced >= stream.budget
-            outputs.append(StepOutput(stream.request.request_id, np.stack(stream.window), finished, None, step))
+            finished = (stopped and step > stream.request.min_len) or stream.produced >= stream.budget
+            outputs.append(StepOutput(stream.request.request_id, window, finished, None, step))
             if finished:
                 self._release(stream)
         return outputs
