@@ -17,20 +17,20 @@ VOXCPM_NOISE_BLOCK steps) lands on the same step for streams admitted together, 
 from __future__ import annotations
 
 import argparse
-import statistics
 import time
 
 import numpy as np
 import torch
 
-from perf.profile_step import decoding_runner, random_model
-from voxcpm_triton.engine.request import GenerationRequest
+from perf.profile_step import decoding_runner, random_model, request
+from perf.stream_metrics import percentile
+from voxcpm_triton.config import ModelConfig
 from voxcpm_triton.engine.scheduler import Scheduler
 
 
 def summary(seconds: list[float]) -> tuple[float, float]:
-    ordered = sorted(seconds)
-    return statistics.median(ordered) * 1e6, ordered[int(0.9 * (len(ordered) - 1))] * 1e6
+    """(median, 90th percentile) in us."""
+    return percentile(seconds, 50) * 1e6, percentile(seconds, 90) * 1e6
 
 
 def launch_times(model: torch.nn.Module, batch: int, steps: int) -> list[float]:
@@ -45,13 +45,11 @@ def launch_times(model: torch.nn.Module, batch: int, steps: int) -> list[float]:
     return times
 
 
-def book_times(batch: int, steps: int, window: int, patch_shape: tuple[int, int]) -> list[float]:
+def book_times(config: ModelConfig, batch: int, steps: int, window: int) -> list[float]:
     scheduler = Scheduler(batch, 100_000, window)
-    prompt = 16
     for i in range(batch):
-        scheduler.add(GenerationRequest(f"s{i}", torch.zeros(prompt, dtype=torch.int64), torch.zeros(prompt, *patch_shape),
-                                        torch.ones(prompt, dtype=torch.int32), torch.zeros(prompt, dtype=torch.int32),
-                                        torch.zeros(0, *patch_shape), max_len=10 * steps))
+        scheduler.add(request(config, f"s{i}", 8, 10, 2.0, i))
+    patch_shape = (config.patch_size, config.feat_dim)
     patches = np.random.default_rng(0).standard_normal((batch, *patch_shape)).astype(np.float32)
     stop = np.zeros(batch, dtype=bool)
     times = []
@@ -73,12 +71,11 @@ def main() -> None:
     args = parser.parse_args()
     torch.set_num_threads(1)
     model = random_model("tiny", torch.device("cpu"))
-    patch_shape = (model.config.patch_size, model.config.feat_dim)
     print("| streams | launch us (median / p90) | schedule + book us (median / p90) |")
     print("|---|---|---|")
     for batch in (int(b) for b in args.batches.split(",")):
         launch = summary(launch_times(model, batch, args.steps))
-        book = summary(book_times(batch, args.steps, args.window, patch_shape))
+        book = summary(book_times(model.config, batch, args.steps, args.window))
         print(f"| {batch} | {launch[0]:.0f} / {launch[1]:.0f} | {book[0]:.0f} / {book[1]:.0f} |")
 
 
