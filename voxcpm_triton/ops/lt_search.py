@@ -251,8 +251,9 @@ def walk(plan: lt_gemm._Plan, starts: list[lt_gemm._Algo], runner: Callable[[lt_
         if room is None:
             continue
         for field in FIELD_ORDER:
+            neighbours = variants(current, room, field)
             found = []
-            for config in variants(current, room, field):
+            for config in neighbours:
                 if time.monotonic() >= deadline:
                     break
                 if config not in algos:
@@ -262,7 +263,7 @@ def walk(plan: lt_gemm._Plan, starts: list[lt_gemm._Algo], runner: Callable[[lt_
                     algos[config] = algo
                     found.append(config)
             measure(found)
-            current = min((c for c in [current, *variants(current, room, field)] if c in times), key=times.get)
+            current = min((c for c in [current, *neighbours] if c in times), key=times.get)
     global _spent_s
     _spent_s += seconds - max(0.0, deadline - time.monotonic())
     ranked = sorted(times, key=lambda c: (times[c], astuple(c)))
