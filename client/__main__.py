@@ -1,5 +1,5 @@
-"""CLI: python -m client "Text to speak" -o out.wav [--prompt-wav ref.wav --prompt-text "..."]
-[--voice-id NAME] [--register-only] [--seed N] ...
+"""CLI: python -m client "Text to speak" -o out.wav [--prompt-wav p.wav --prompt-text "..."]
+[--reference-wav r.wav] [--voice-id NAME] [--register-only] [--seed N] ...
 
 Streams the audio from the server's `voxcpm` model into a WAV file, printing progress, the latency
 of the first chunk and the real-time factor. Ctrl-C cancels the request on the server."""
@@ -20,15 +20,28 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
     parser.add_argument("text", help="text to speak")
     parser.add_argument("-o", "--output", default="out.wav", help="WAV file to write (default out.wav)")
     parser.add_argument("--url", default="127.0.0.1:8001", help="tritonserver gRPC address")
-    parser.add_argument("--prompt-wav", help="reference voice recording (any rate soundfile reads; mono or first channel)")
+    parser.add_argument("--prompt-wav", help="voice recording to continue with --prompt-text, or without it (VoxCPM2) "
+                        "to imitate (any rate soundfile reads; mono or first channel)")
     parser.add_argument("--prompt-text", help="transcript of --prompt-wav (continuation mode)")
-    parser.add_argument("--voice-id", help="register the --prompt-wav voice under this name, or use a registered one")
-    parser.add_argument("--register-only", action="store_true", help="only register --voice-id from --prompt-wav")
+    parser.add_argument("--reference-wav", help="VoxCPM2: voice recording to imitate, alone or beside --prompt-wav and "
+                        "--prompt-text")
+    parser.add_argument("--voice-id", help="register the voice of --prompt-wav / --reference-wav under this name, or "
+                        "use a registered one")
+    parser.add_argument("--register-only", action="store_true",
+                        help="only register --voice-id from --prompt-wav / --reference-wav")
     parser.add_argument("--cfg-value", type=float, help="classifier-free guidance (server default 2.0)")
     parser.add_argument("--timesteps", type=int, help="flow-matching timesteps (server default 10)")
     parser.add_argument("--max-seconds", type=float, help="stop after this much audio")
     parser.add_argument("--seed", type=int, help="noise seed; the same seed gives the same audio")
     return parser.parse_args(argv)
+
+
+def _read_wav(path: str | None) -> tuple[np.ndarray | None, int | None]:
+    """(first channel as float32, its rate), or (None, None) without a path."""
+    if not path:
+        return None, None
+    audio, rate = soundfile.read(path, dtype="float32", always_2d=True)
+    return audio[:, 0], rate
 
 
 def _progress(stats: StreamStats) -> str:
@@ -38,16 +51,16 @@ def _progress(stats: StreamStats) -> str:
 def main(argv: list[str] | None = None) -> int:
     args = parse_args(argv)
     client = VoxCPMClient(args.url)
-    prompt_audio = prompt_rate = None
-    if args.prompt_wav:
-        prompt_audio, prompt_rate = soundfile.read(args.prompt_wav, dtype="float32", always_2d=True)
-        prompt_audio = prompt_audio[:, 0]
+    prompt_audio, prompt_rate = _read_wav(args.prompt_wav)
+    reference_audio, reference_rate = _read_wav(args.reference_wav)
+    voice = dict(prompt_audio=prompt_audio, prompt_sample_rate=prompt_rate, prompt_text=args.prompt_text,
+                 reference_audio=reference_audio, reference_sample_rate=reference_rate)
     try:
         if args.register_only:
-            if prompt_audio is None or not args.voice_id:
-                print("--register-only needs --voice-id and --prompt-wav", file=sys.stderr)
+            if (prompt_audio is None and reference_audio is None) or not args.voice_id:
+                print("--register-only needs --voice-id and --prompt-wav or --reference-wav", file=sys.stderr)
                 return 2
-            client.register_voice(args.voice_id, prompt_audio, prompt_rate, args.prompt_text)
+            client.register_voice(args.voice_id, **voice)
             print(f"registered voice {args.voice_id!r}")
             return 0
         stats = StreamStats()
@@ -58,9 +71,7 @@ def main(argv: list[str] | None = None) -> int:
         for chunk in client.stream(
             args.text,
             stats,
-            prompt_audio=prompt_audio,
-            prompt_sample_rate=prompt_rate,
-            prompt_text=args.prompt_text,
+            **voice,
             voice_id=args.voice_id,
             cfg_value=args.cfg_value,
             timesteps=args.timesteps,

@@ -61,6 +61,8 @@ def build_inputs(
     prompt_audio: np.ndarray | None = None,
     prompt_sample_rate: int | None = None,
     prompt_text: str | None = None,
+    reference_audio: np.ndarray | None = None,
+    reference_sample_rate: int | None = None,
     voice_id: str | None = None,
     cfg_value: float | None = None,
     timesteps: int | None = None,
@@ -75,6 +77,10 @@ def build_inputs(
         values["PROMPT_SAMPLE_RATE"] = np.array([prompt_sample_rate], dtype=np.int32)
     if prompt_text is not None:
         values["PROMPT_TEXT"] = np.array([prompt_text.encode("utf-8")], dtype=object)
+    if reference_audio is not None:
+        values["REFERENCE_AUDIO"] = np.ascontiguousarray(reference_audio, dtype=np.float32).reshape(-1)
+    if reference_sample_rate is not None:
+        values["REFERENCE_SAMPLE_RATE"] = np.array([reference_sample_rate], dtype=np.int32)
     if voice_id is not None:
         values["VOICE_ID"] = np.array([voice_id.encode("utf-8")], dtype=object)
     if cfg_value is not None:
@@ -187,15 +193,21 @@ class VoxCPMClient:
         return audio, stats.sample_rate, stats
 
     def register_voice(
-        self, voice_id: str, prompt_audio: np.ndarray, prompt_sample_rate: int, prompt_text: str | None = None
+        self, voice_id: str, prompt_audio: np.ndarray | None = None, prompt_sample_rate: int | None = None,
+        prompt_text: str | None = None, reference_audio: np.ndarray | None = None,
+        reference_sample_rate: int | None = None,
     ) -> None:
-        """Encode a reference voice once on the server; later calls pass voice_id=... alone. The
-        server registers a voice as part of a synthesis, so this asks for the shortest one."""
+        """Encode a voice once on the server; later calls pass voice_id=... alone. The voice is what
+        the arguments make it: a prompt to continue (prompt audio with its text), a VoxCPM2
+        reference voice (reference audio, or prompt audio without text), or both. The server
+        registers a voice as part of a synthesis, so this asks for the shortest one."""
         for _ in self.stream(
             prompt_text or "hello",
             prompt_audio=prompt_audio,
             prompt_sample_rate=prompt_sample_rate,
             prompt_text=prompt_text,
+            reference_audio=reference_audio,
+            reference_sample_rate=reference_sample_rate,
             voice_id=voice_id,
             max_seconds=0.1,
         ):

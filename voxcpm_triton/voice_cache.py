@@ -1,8 +1,8 @@
 """VOICE_ID -> encoded reference voice, so a voice's audio is encoded once and reused.
 
-A voice is registered by a request that carries VOICE_ID together with PROMPT_AUDIO (with
-PROMPT_TEXT: a prompt to continue; without: a VoxCPM2 reference voice); later requests send
-VOICE_ID alone. The cache is bounded: past `capacity` voices the least recently used one is
+A voice is registered by a request that carries VOICE_ID together with its audio: a prompt to
+continue (PROMPT_AUDIO with PROMPT_TEXT), a VoxCPM2 reference voice to imitate (REFERENCE_AUDIO, or
+PROMPT_AUDIO alone), or both; later requests send VOICE_ID alone. The cache is bounded: past `capacity` voices the least recently used one is
 dropped, and using it again asks for its audio.
 
 Triton runs each text_encoder instance in its own process, so the voices live in a folder on tmpfs
@@ -29,8 +29,17 @@ def voices_folder(server_pid: int) -> Path:
 
 @dataclass(frozen=True)
 class CachedVoice:
-    latents: torch.Tensor  # encoded audio, as Frontend.encode_prompt returns it
-    prompt_text: str | None  # transcript of a continuation prompt; None: a reference voice
+    """Encoded audio, as Frontend.encode_prompt returns it, by the part it plays in the prompt."""
+
+    prompt: torch.Tensor | None  # a continuation prompt's latents (left-padded)
+    prompt_text: str | None  # its transcript
+    reference: torch.Tensor | None  # a VoxCPM2 reference voice's latents (right-padded)
+
+    def __post_init__(self) -> None:
+        if (self.prompt is None) != (self.prompt_text is None):
+            raise ValueError("a voice's prompt latents and prompt_text come together")
+        if self.prompt is None and self.reference is None:
+            raise ValueError("a voice needs prompt latents, reference latents or both")
 
 
 class UnknownVoiceError(KeyError):
@@ -62,7 +71,11 @@ class VoiceCache:
         self.check_id(voice_id)
         path = self._path(voice_id)
         temporary = path.with_suffix(f".{os.getpid()}.tmp")
-        torch.save({"voice_id": voice_id, "latents": voice.latents.cpu(), "prompt_text": voice.prompt_text}, temporary)
+        stored = {"voice_id": voice_id, "prompt_text": voice.prompt_text}
+        for part in ("prompt", "reference"):
+            latents = getattr(voice, part)
+            stored[part] = None if latents is None else latents.cpu()
+        torch.save(stored, temporary)
         temporary.replace(path)  # atomic: other instances never read a half-written voice
         self._evict()
 
@@ -75,14 +88,14 @@ class VoiceCache:
             stored = None
         if stored is None or stored["voice_id"] != voice_id:
             raise UnknownVoiceError(
-                f"VOICE_ID {voice_id!r} is not registered; register it by sending PROMPT_AUDIO "
-                "(and PROMPT_TEXT) together with this VOICE_ID once"
+                f"VOICE_ID {voice_id!r} is not registered; register it by sending PROMPT_AUDIO (with PROMPT_TEXT) "
+                "or REFERENCE_AUDIO together with this VOICE_ID once"
             )
         try:
             os.utime(path)  # its last use, for the eviction order
         except FileNotFoundError:  # evicted by another instance since: this request still has it
             pass
-        return CachedVoice(stored["latents"], stored["prompt_text"])
+        return CachedVoice(stored["prompt"], stored["prompt_text"], stored["reference"])
 
     def _voices(self) -> list[os.DirEntry]:
         return [entry for entry in os.scandir(self.folder) if entry.name.endswith(".pt")]

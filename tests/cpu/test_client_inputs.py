@@ -21,9 +21,10 @@ def test_voice_tensors_have_the_ensemble_dtypes():
     audio = np.zeros((2, 800), np.float64)  # any float layout becomes one mono FP32 vector
     tensors = {t.name(): t for t in build_inputs(
         "Hi.", prompt_audio=audio, prompt_sample_rate=16000, prompt_text="Text.", voice_id="v",
-        cfg_value=1.0, timesteps=5)}
+        reference_audio=audio[0], reference_sample_rate=24000, cfg_value=1.0, timesteps=5)}
     assert tensors["PROMPT_AUDIO"].datatype() == "FP32" and tensors["PROMPT_AUDIO"].shape() == [1600]
-    assert tensors["PROMPT_SAMPLE_RATE"].datatype() == "INT32"
+    assert tensors["REFERENCE_AUDIO"].datatype() == "FP32" and tensors["REFERENCE_AUDIO"].shape() == [800]
+    assert tensors["PROMPT_SAMPLE_RATE"].datatype() == tensors["REFERENCE_SAMPLE_RATE"].datatype() == "INT32"
     assert tensors["PROMPT_TEXT"].datatype() == tensors["VOICE_ID"].datatype() == "BYTES"
     assert tensors["CFG_VALUE"].datatype() == "FP32" and tensors["TIMESTEPS"].datatype() == "INT32"
 

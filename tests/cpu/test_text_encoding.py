@@ -1,5 +1,8 @@
 """voxcpm_triton.serving.text_encoding (what text_encoder runs): voice modes, the voice cache,
-MAX_SECONDS and the input errors that only the combination of tensors can reveal."""
+MAX_SECONDS and the input errors that only the combination of tensors can reveal.
+
+The Frontend itself is checked against the reference's generate() in test_frontend.py (every mode,
+the combined one too), so each mode here is checked against the Frontend."""
 
 import numpy as np
 import pytest
@@ -8,11 +11,13 @@ from voxcpm_triton.checkpoint.loader import load_checkpoint
 from voxcpm_triton.checkpoint.make import make_checkpoint
 from voxcpm_triton.frontend import Frontend
 from voxcpm_triton.serving.inputs import InputError
+from voxcpm_triton.serving.request_tensors import to_wire
 from voxcpm_triton.serving.text_encoding import TextEncoding
 from voxcpm_triton.voice_cache import VoiceCache
 
 RATE = 16000
 AUDIO = (0.2 * np.sin(np.arange(RATE // 2) * 0.07)).astype(np.float32)
+OTHER = (0.1 * np.sin(np.arange(RATE * 3 // 4) * 0.19)).astype(np.float32)  # a second voice
 
 
 def _encoding(tmp_path_factory, variant):
@@ -60,6 +65,38 @@ def test_voice_id_reuses_the_registered_prompt_and_reference(v2):
     assert referenced["CONTEXT_PATCHES"].shape[1] == 0
 
 
+def _assert_same(ours: dict, expected: dict, what: str) -> None:
+    assert ours.keys() == expected.keys()
+    for name in ours:
+        np.testing.assert_array_equal(ours[name], expected[name], err_msg=f"{what}: {name}")
+
+
+def test_each_voice_mode_is_the_frontends(v2):
+    frontend = v2.frontend
+    prompt = {"prompt_audio": AUDIO, "prompt_sample_rate": RATE, "prompt_text": "Its transcript."}
+    reference = {"reference_audio": OTHER, "reference_sample_rate": RATE}
+    cases = {
+        "continuation": ({"PROMPT_AUDIO": AUDIO, "PROMPT_SAMPLE_RATE": RATE, "PROMPT_TEXT": "Its transcript."}, prompt),
+        "reference": ({"REFERENCE_AUDIO": OTHER, "REFERENCE_SAMPLE_RATE": RATE}, reference),
+        "reference sent as PROMPT_AUDIO": ({"PROMPT_AUDIO": OTHER, "PROMPT_SAMPLE_RATE": RATE}, reference),
+        "combined": ({"PROMPT_AUDIO": AUDIO, "PROMPT_SAMPLE_RATE": RATE, "PROMPT_TEXT": "Its transcript.",
+                      "REFERENCE_AUDIO": OTHER, "REFERENCE_SAMPLE_RATE": RATE}, {**prompt, **reference}),
+    }
+    for mode, (tensors, arguments) in cases.items():
+        ours = v2.prepare(_get(TEXT="Hello there.", SEED=5, **tensors))
+        expected = to_wire(frontend.prepare("Hello there.", seed=5, **arguments))
+        _assert_same(ours, expected, mode)
+
+
+def test_voice_id_keeps_both_parts_of_a_combined_voice(v2):
+    tensors = {"PROMPT_AUDIO": AUDIO, "PROMPT_SAMPLE_RATE": RATE, "PROMPT_TEXT": "Its transcript.",
+               "REFERENCE_AUDIO": OTHER, "REFERENCE_SAMPLE_RATE": RATE}
+    fresh = v2.prepare(_get(TEXT="Hello.", SEED=3, VOICE_ID="both", **tensors))
+    _assert_same(v2.prepare(_get(TEXT="Hello.", SEED=3, VOICE_ID="both")), fresh, "reused")
+    prompt_only = v2.prepare(_get(TEXT="Hello.", SEED=3, **{k: v for k, v in tensors.items() if "REFERENCE" not in k}))
+    assert fresh["TOKENS"].shape[1] > prompt_only["TOKENS"].shape[1], "the reference adds its own positions"
+
+
 @pytest.mark.parametrize(
     "values, message",
     [
@@ -70,6 +107,13 @@ def test_voice_id_reuses_the_registered_prompt_and_reference(v2):
         ({"TEXT": "Hi.", "PROMPT_AUDIO": AUDIO, "PROMPT_SAMPLE_RATE": RATE, "PROMPT_TEXT": " "}, "PROMPT_TEXT is empty"),
         ({"TEXT": "Hi.", "PROMPT_AUDIO": AUDIO[:100], "PROMPT_SAMPLE_RATE": RATE}, "PROMPT_AUDIO lasts 0.006 s"),
         ({"TEXT": "Hi.", "VOICE_ID": "x" * 200}, "allowed 1..128"),
+        ({"TEXT": "Hi.", "REFERENCE_SAMPLE_RATE": RATE}, "REFERENCE_SAMPLE_RATE was sent without REFERENCE_AUDIO"),
+        ({"TEXT": "Hi.", "REFERENCE_AUDIO": AUDIO}, "REFERENCE_SAMPLE_RATE is required with REFERENCE_AUDIO"),
+        ({"TEXT": "Hi.", "REFERENCE_AUDIO": AUDIO[:100], "REFERENCE_SAMPLE_RATE": RATE}, "REFERENCE_AUDIO lasts 0.006 s"),
+        ({"TEXT": "Hi.", "PROMPT_AUDIO": AUDIO, "PROMPT_SAMPLE_RATE": RATE, "REFERENCE_AUDIO": OTHER,
+          "REFERENCE_SAMPLE_RATE": RATE}, "PROMPT_AUDIO without PROMPT_TEXT is a reference voice, and so is REFERENCE_AUDIO"),
+        ({"TEXT": "Hi.", "PROMPT_TEXT": "words", "REFERENCE_AUDIO": OTHER, "REFERENCE_SAMPLE_RATE": RATE},
+         "PROMPT_TEXT needs PROMPT_AUDIO"),
     ],
 )
 def test_input_errors(v2, values, message):
@@ -82,5 +126,8 @@ def test_reference_voice_needs_voxcpm2(tmp_path_factory):
     v15 = _encoding(tmp_path_factory, "voxcpm1.5")
     with pytest.raises(InputError, match="PROMPT_AUDIO without PROMPT_TEXT .* needs a VoxCPM2 checkpoint"):
         v15.prepare(_get(TEXT="Hi.", PROMPT_AUDIO=AUDIO, PROMPT_SAMPLE_RATE=RATE))
+    with pytest.raises(InputError, match=r"REFERENCE_AUDIO \(a reference voice\) needs a VoxCPM2 checkpoint"):
+        v15.prepare(_get(TEXT="Hi.", REFERENCE_AUDIO=AUDIO, REFERENCE_SAMPLE_RATE=RATE, PROMPT_AUDIO=OTHER,
+                         PROMPT_SAMPLE_RATE=RATE, PROMPT_TEXT="Its text."))
     prompted = v15.prepare(_get(TEXT="Hi.", PROMPT_AUDIO=AUDIO, PROMPT_SAMPLE_RATE=RATE, PROMPT_TEXT="Its text."))
     assert prompted["TOKENS"].shape[1] > 0

@@ -12,16 +12,33 @@ from voxcpm_triton.voice_cache import CachedVoice, UnknownVoiceError, VoiceCache
 
 
 def _voice(value: float, prompt_text: str | None = "prompt") -> CachedVoice:
-    return CachedVoice(torch.full((2, 4, 8), value), prompt_text)
+    """A continuation prompt, or with prompt_text=None a reference voice, filled with `value`."""
+    latents = torch.full((2, 4, 8), value)
+    if prompt_text is None:
+        return CachedVoice(None, None, latents)
+    return CachedVoice(latents, prompt_text, None)
 
 
-def test_registered_voice_is_returned(tmp_path):
+def test_registered_voice_is_returned_with_each_part(tmp_path):
     cache = VoiceCache(tmp_path)
     cache.put("alice", _voice(1.0))
     voice = cache.get("alice")
-    assert torch.equal(voice.latents, torch.full((2, 4, 8), 1.0)) and voice.prompt_text == "prompt"
+    assert torch.equal(voice.prompt, torch.full((2, 4, 8), 1.0)) and voice.prompt_text == "prompt"
+    assert voice.reference is None
     cache.put("carol", _voice(2.0, prompt_text=None))
-    assert cache.get("carol").prompt_text is None
+    carol = cache.get("carol")
+    assert carol.prompt is None and carol.prompt_text is None and torch.equal(carol.reference, torch.full((2, 4, 8), 2.0))
+    cache.put("dave", CachedVoice(torch.ones(3, 4, 8), "both", torch.zeros(2, 4, 8)))
+    dave = cache.get("dave")
+    assert dave.prompt.shape == (3, 4, 8) and dave.prompt_text == "both" and dave.reference.shape == (2, 4, 8)
+
+
+@pytest.mark.parametrize("prompt, prompt_text, reference", [
+    (None, None, None), (torch.ones(1, 4, 8), None, None), (None, "text", torch.ones(1, 4, 8)),
+])
+def test_a_voice_needs_audio_and_a_prompt_needs_its_text(prompt, prompt_text, reference):
+    with pytest.raises(ValueError, match="a voice"):
+        CachedVoice(prompt, prompt_text, reference)
 
 
 def test_unknown_voice_says_how_to_register(tmp_path):
@@ -53,9 +70,9 @@ def test_least_recently_used_voice_is_dropped_past_capacity(tmp_path):
 def test_instances_share_their_voices_and_one_bound(tmp_path):
     first, second = VoiceCache(tmp_path, capacity=2), VoiceCache(tmp_path, capacity=2)
     first.put("a", _voice(1.0))
-    assert torch.equal(second.get("a").latents, torch.full((2, 4, 8), 1.0))
+    assert torch.equal(second.get("a").prompt, torch.full((2, 4, 8), 1.0))
     second.put("a", _voice(5.0, prompt_text=None))  # re-registered through the other instance
-    assert first.get("a").prompt_text is None and float(first.get("a").latents[0, 0, 0]) == 5.0
+    assert first.get("a").prompt is None and float(first.get("a").reference[0, 0, 0]) == 5.0
     _age(first, "a", 10)
     second.put("b", _voice(2.0))
     first.put("c", _voice(3.0))
@@ -83,7 +100,7 @@ def _churn(folder: str, worker: int, rounds: int) -> int:
                 voice = cache.get(f"w{other}-{step % 5}")
             except UnknownVoiceError:
                 continue
-            assert voice.latents.shape == (2, 4, 8) and float(voice.latents[0, 0, 0]) // 1000 == other
+            assert voice.prompt.shape == (2, 4, 8) and float(voice.prompt[0, 0, 0]) // 1000 == other
             found += 1
     return found
 

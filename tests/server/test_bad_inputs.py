@@ -45,6 +45,11 @@ CASES = {
         build_inputs("Hello.", prompt_audio=np.zeros(1600, np.float32), prompt_sample_rate=7),
         r"PROMPT_AUDIO sample rate 7 Hz is outside the supported 8000-192000 Hz",
     ),
+    "two reference voices": (
+        build_inputs("Hello.", prompt_audio=np.zeros(1600, np.float32), prompt_sample_rate=16000,
+                     reference_audio=np.zeros(1600, np.float32), reference_sample_rate=16000),
+        r"PROMPT_AUDIO without PROMPT_TEXT is a reference voice, and so is REFERENCE_AUDIO",
+    ),
     "unknown voice id": (build_inputs("Hello.", voice_id="nobody"), r"VOICE_ID 'nobody' is not registered"),
     "cfg out of range": (build_inputs("Hello.", cfg_value=-1.0), r"CFG_VALUE=-1.0 is out of range; allowed 0.0..10.0"),
     "timesteps out of range": (build_inputs("Hello.", timesteps=0), r"TIMESTEPS=0 is out of range; allowed 1..100"),

@@ -1,9 +1,10 @@
 """The client CLI streams text into a WAV file and reports first-chunk latency and RTF; it
-registers a voice from a WAV file and reuses it by name."""
+registers a voice from a WAV file and reuses it by name, and sends a reference voice."""
 
 import subprocess
 import sys
 
+import numpy as np
 import pytest
 import soundfile
 
@@ -35,6 +36,18 @@ def test_cli_writes_wav_and_reports_latency(triton_server, tmp_path):
     run = _cli("With that voice.", "-o", str(tmp_path / "voice.wav"), "--url", triton_server.grpc_url,
                "--voice-id", "cli-voice", "--max-seconds", "0.3")
     assert run.returncode == 0, run.stderr
+
+
+def test_cli_reference_voice_changes_the_audio(triton_server, tmp_path):
+    voice = tmp_path / "voice.wav"
+    soundfile.write(voice, 0.3 * np.sin(np.arange(12000) * 0.05), 24000)
+    common = ("Hello.", "--url", triton_server.grpc_url, "--max-seconds", "0.2", "--seed", "3")
+    plain, imitated = tmp_path / "plain.wav", tmp_path / "imitated.wav"
+    assert _cli(*common, "-o", str(plain)).returncode == 0
+    run = _cli(*common, "-o", str(imitated), "--reference-wav", str(voice))
+    assert run.returncode == 0, run.stderr
+    plain_audio, imitated_audio = soundfile.read(plain)[0], soundfile.read(imitated)[0]
+    assert plain_audio.shape == imitated_audio.shape and not np.allclose(plain_audio, imitated_audio)
 
 
 def test_cli_reports_server_errors(triton_server, tmp_path):

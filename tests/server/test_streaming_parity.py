@@ -1,6 +1,6 @@
 """Audio streamed through the server equals the in-process streaming output of the model core
 (voxcpm_triton.api.VoxCPM.generate with the same seed), chunk by chunk, for the model's own voice,
-a continuation prompt, a VoxCPM2 reference voice and a voice registered by VOICE_ID."""
+a continuation prompt, a VoxCPM2 reference voice, both at once, and a voice registered by VOICE_ID."""
 
 import numpy as np
 import pytest
@@ -76,4 +76,21 @@ def test_reference_voice_equals_in_process(triton_server, in_process, voice):
     server = list(client.stream(TEXT, seed=31, voice_id="imitated", max_seconds=SECONDS))
     local = list(in_process.generate(TEXT, seed=31, reference_wav=audio, reference_sample_rate=rate, max_len=PATCHES))
     _assert_same_chunks(server, local)
+    assert triton_server.wait_idle() == 0
+
+
+def test_reference_beside_a_prompt_equals_in_process(triton_server, in_process, voice):
+    audio, rate = voice
+    reference = np.ascontiguousarray(audio[::-1])  # a second voice, 0.5 s like the first
+    client = VoxCPMClient(triton_server.grpc_url)
+    server = list(client.stream(TEXT, seed=41, prompt_audio=audio, prompt_sample_rate=rate, prompt_text="A prompt.",
+                                reference_audio=reference, reference_sample_rate=rate, voice_id="both",
+                                max_seconds=SECONDS))
+    local = list(in_process.generate(TEXT, seed=41, prompt_wav=audio, prompt_sample_rate=rate, prompt_text="A prompt.",
+                                     reference_wav=reference, reference_sample_rate=rate, max_len=PATCHES))
+    _assert_same_chunks(server, local)
+    _assert_same_chunks(list(client.stream(TEXT, seed=41, voice_id="both", max_seconds=SECONDS)), local)
+    prompt_only = list(in_process.generate(TEXT, seed=41, prompt_wav=audio, prompt_sample_rate=rate,
+                                           prompt_text="A prompt.", max_len=PATCHES))
+    assert not np.allclose(server[0], prompt_only[0]), "the reference voice must change the audio"
     assert triton_server.wait_idle() == 0

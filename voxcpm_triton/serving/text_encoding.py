@@ -1,5 +1,5 @@
 """What the text_encoder model does for one request: read and check its tensors, resolve the voice
-(fresh PROMPT_AUDIO, registered VOICE_ID, or none), run the Frontend and flatten the resulting
+(fresh PROMPT_AUDIO and/or REFERENCE_AUDIO, a registered VOICE_ID, or none), run the Frontend and flatten the resulting
 GenerationRequest into the tensors ar_decoder takes."""
 
 from __future__ import annotations
@@ -27,35 +27,55 @@ class TextEncoding:
         self.voices = voices
         self.seconds_per_patch = seconds_per_patch
 
+    @staticmethod
+    def _audio(get: Getter, prefix: str) -> tuple[np.ndarray, int, str] | None:
+        """(waveform, its rate, its tensor's name) from <prefix>_AUDIO and <prefix>_SAMPLE_RATE."""
+        name, rate_name = f"{prefix}_AUDIO", f"{prefix}_SAMPLE_RATE"
+        audio = inputs.audio(name, get(name))
+        sample_rate = inputs.scalar(rate_name, get(rate_name), int, None)
+        if audio is None:
+            if sample_rate is not None:
+                raise InputError(f"{rate_name} was sent without {name}")
+            return None
+        if sample_rate is None:
+            raise InputError(f"{rate_name} is required with {name} (the audio's rate in Hz)")
+        return audio, sample_rate, name
+
     def _voice(self, get: Getter) -> CachedVoice | None:
         """The voice for this request: freshly encoded (and registered when VOICE_ID comes with
         it), looked up by VOICE_ID, or None (the model's own voice).
 
-        PROMPT_AUDIO with PROMPT_TEXT is a prompt the speech continues; PROMPT_AUDIO alone is a
-        VoxCPM2 reference voice to imitate. A registered voice keeps the mode it was sent with."""
+        As in the reference's generate(), a voice is a prompt the speech continues (PROMPT_AUDIO
+        with PROMPT_TEXT), a VoxCPM2 reference voice to imitate (REFERENCE_AUDIO), or both.
+        PROMPT_AUDIO without PROMPT_TEXT is a reference voice too. A registered voice keeps every
+        part it was sent with."""
         voice_id = inputs.text("VOICE_ID", get("VOICE_ID"), required=False)
-        audio = inputs.audio("PROMPT_AUDIO", get("PROMPT_AUDIO"))
-        sample_rate = inputs.scalar("PROMPT_SAMPLE_RATE", get("PROMPT_SAMPLE_RATE"), int, None)
+        prompt = self._audio(get, "PROMPT")
+        reference = self._audio(get, "REFERENCE")
         prompt_text = inputs.text("PROMPT_TEXT", get("PROMPT_TEXT"), required=False)
-        if audio is None:
-            if sample_rate is not None:
-                raise InputError("PROMPT_SAMPLE_RATE was sent without PROMPT_AUDIO")
-            if prompt_text is not None:
-                raise InputError(
-                    "PROMPT_TEXT needs PROMPT_AUDIO (a registered VOICE_ID keeps the text it was registered with)"
-                )
+        if prompt_text is not None and prompt is None:
+            raise InputError(
+                "PROMPT_TEXT needs PROMPT_AUDIO (a registered VOICE_ID keeps the text it was registered with)"
+            )
+        if prompt is None and reference is None:
             if voice_id is None:
                 return None
             try:
                 return self.voices.get(voice_id)
             except (UnknownVoiceError, ValueError) as exc:
                 raise InputError(str(exc)) from None
-        if sample_rate is None:
-            raise InputError("PROMPT_SAMPLE_RATE is required with PROMPT_AUDIO (the audio's rate in Hz)")
-        if prompt_text is None and not self.frontend.config.is_v2:
+        if prompt is not None and prompt_text is None:
+            if reference is not None:
+                raise InputError(
+                    "PROMPT_AUDIO without PROMPT_TEXT is a reference voice, and so is REFERENCE_AUDIO: send "
+                    "PROMPT_TEXT to continue PROMPT_AUDIO, or leave one of the two out"
+                )
+            prompt, reference = None, prompt
+        if reference is not None and not self.frontend.config.is_v2:
+            what = "REFERENCE_AUDIO" if reference[2] == "REFERENCE_AUDIO" else "PROMPT_AUDIO without PROMPT_TEXT"
             raise InputError(
-                f"PROMPT_AUDIO without PROMPT_TEXT (a reference voice) needs a VoxCPM2 checkpoint; this one is "
-                f"{self.frontend.config.variant}: send the transcript as PROMPT_TEXT"
+                f"{what} (a reference voice) needs a VoxCPM2 checkpoint; this one is {self.frontend.config.variant}: "
+                "send the voice as PROMPT_AUDIO with its transcript as PROMPT_TEXT"
             )
         if prompt_text is not None and not prompt_text.strip():
             raise InputError("PROMPT_TEXT is empty; leave it out to use PROMPT_AUDIO as a reference voice")
@@ -64,8 +84,11 @@ class TextEncoding:
                 VoiceCache.check_id(voice_id)
             except ValueError as exc:
                 raise InputError(str(exc)) from None
-        padding = "left" if prompt_text is not None else "right"
-        voice = CachedVoice(self.frontend.encode_prompt(audio, sample_rate, padding, "PROMPT_AUDIO"), prompt_text)
+        voice = CachedVoice(
+            prompt=None if prompt is None else self.frontend.encode_prompt(*prompt[:2], "left", prompt[2]),
+            prompt_text=prompt_text,
+            reference=None if reference is None else self.frontend.encode_prompt(*reference[:2], "right", reference[2]),
+        )
         if voice_id is not None:
             self.voices.put(voice_id, voice)
         return voice
@@ -81,10 +104,9 @@ class TextEncoding:
         voice = self._voice(get)
         if voice is None:
             request = self.frontend.prepare(text)
-        elif voice.prompt_text is not None:
-            request = self.frontend.prepare(text, prompt_text=voice.prompt_text, prompt_latents=voice.latents)
         else:
-            request = self.frontend.prepare(text, reference_latents=voice.latents)
+            request = self.frontend.prepare(text, prompt_text=voice.prompt_text, prompt_latents=voice.prompt,
+                                            reference_latents=voice.reference)
         max_len = request.max_len
         limit = parameters.max_patches(self.seconds_per_patch)
         if limit is not None:
