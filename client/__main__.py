@@ -33,6 +33,8 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
     parser.add_argument("--timesteps", type=int, help="flow-matching timesteps (server default 10)")
     parser.add_argument("--max-seconds", type=float, help="stop after this much audio")
     parser.add_argument("--seed", type=int, help="noise seed; the same seed gives the same audio")
+    parser.add_argument("--normalize", action="store_true",
+                        help="speak numbers, dates and symbols as words (the reference's normalize=True)")
     return parser.parse_args(argv)
 
 
@@ -77,6 +79,7 @@ def main(argv: list[str] | None = None) -> int:
             timesteps=args.timesteps,
             max_seconds=args.max_seconds,
             seed=args.seed,
+            normalize=args.normalize or None,
         ):
             chunks.append(chunk)
             if stats.chunks == 1:

@@ -50,6 +50,7 @@ class StreamStats:
 def _tensor(name: str, value: np.ndarray) -> grpcclient.InferInput:
     dtype = "BYTES" if value.dtype == object else {
         np.dtype(np.float32): "FP32", np.dtype(np.int32): "INT32", np.dtype(np.int64): "INT64",
+        np.dtype(np.bool_): "BOOL",
     }[value.dtype]
     tensor = grpcclient.InferInput(name, list(value.shape), dtype)
     tensor.set_data_from_numpy(value)
@@ -68,6 +69,7 @@ def build_inputs(
     timesteps: int | None = None,
     max_seconds: float | None = None,
     seed: int | None = None,
+    normalize: bool | None = None,
 ) -> list[grpcclient.InferInput]:
     """The ensemble's input tensors; parameters left as None take the server's defaults."""
     values: dict[str, np.ndarray] = {"TEXT": np.array([text.encode("utf-8")], dtype=object)}
@@ -91,6 +93,8 @@ def build_inputs(
         values["MAX_SECONDS"] = np.array([max_seconds], dtype=np.float32)
     if seed is not None:
         values["SEED"] = np.array([seed], dtype=np.int64)
+    if normalize is not None:
+        values["NORMALIZE"] = np.array([normalize], dtype=np.bool_)
     return [_tensor(name, value) for name, value in values.items()]
 
 

@@ -135,12 +135,14 @@ class VoxCPM:
     def generate(self, target_text: str, prompt_wav=None, prompt_text: str | None = None,
                  prompt_sample_rate: int | None = None, reference_wav=None, reference_sample_rate: int | None = None,
                  cfg_value: float = 2.0, inference_timesteps: int = 10, seed: int = 0, max_len: int | None = None,
-                 min_len: int = 2) -> Iterator[np.ndarray]:
+                 min_len: int = 2, normalize: bool = False) -> Iterator[np.ndarray]:
         """Yield float32 PCM chunks at `sample_rate`: the first holds one latent patch, the next 2,
         then 4 each (audio.chunks), the last what is left.
 
         prompt_wav (+ prompt_text): a voice to continue; reference_wav (VoxCPM2): a voice to imitate
         without continuing it. Each is a file path or a mono float array with its sample rate.
+        normalize: speak numbers, dates and symbols as words (the reference's normalize=True; needs
+        the optional packages wetext and inflect).
         max_len caps the patches; the runaway guard (6 per target-text token + 10) always applies."""
         device = self._pick()
         prompt_audio, prompt_rate = _read_audio(prompt_wav, prompt_sample_rate, "prompt_wav")
@@ -150,7 +152,8 @@ class VoxCPM:
         request = device.frontend.prepare(
             target_text, prompt_audio=prompt_audio, prompt_sample_rate=prompt_rate, prompt_text=prompt_text,
             reference_audio=reference_audio, reference_sample_rate=reference_rate, request_id=request_id,
-            min_len=min_len, max_len=max_len, cfg_value=cfg_value, timesteps=inference_timesteps, seed=seed)
+            min_len=min_len, max_len=max_len, cfg_value=cfg_value, timesteps=inference_timesteps, seed=seed,
+            normalize=normalize)
         sink = _QueueSink()
         device.loop.submit(request, sink)
         try:

@@ -1,10 +1,10 @@
 """Text (+ optional prompt / reference voice) -> GenerationRequest: what text_encoder runs.
 
-Mirrors the reference's high-level generate(): the target text gets the default clean-up
-(normalize=False path), the prompt text is used as given and prepended to it, prompt audio is
-continued (left-padded latents), VoxCPM2 reference audio is a voice to imitate (right-padded,
-isolated between ref markers). Audio may come as a waveform or as latents already encoded (voice
-cache).
+Mirrors the reference's high-level generate(): the target text gets the default clean-up, and with
+normalize=True is put in spoken form (numbers, dates and symbols as words: text.spoken_form); the
+prompt text is used as given and prepended to it, prompt audio is continued (left-padded latents),
+VoxCPM2 reference audio is a voice to imitate (right-padded, isolated between ref markers). Audio
+may come as a waveform or as latents already encoded (voice cache).
 """
 
 from __future__ import annotations
@@ -19,6 +19,7 @@ from voxcpm_triton.checkpoint.loader import LoadedCheckpoint
 from voxcpm_triton.engine.prefill import build_prefill
 from voxcpm_triton.engine.request import GenerationRequest
 from voxcpm_triton.text.normalize import clean_text
+from voxcpm_triton.text.spoken_form import SpokenForm
 
 MAX_TEXT_CHARS = 4000
 
@@ -28,6 +29,7 @@ class Frontend:
         self.config = checkpoint.config
         self.tokenizer = checkpoint.tokenizer
         self.audio_vae = checkpoint.audio_vae
+        self.spoken_form = SpokenForm()
 
     def encode_prompt(self, audio: np.ndarray | torch.Tensor, sample_rate: int, padding: Padding = "left",
                       name: str = "prompt_audio") -> torch.Tensor:
@@ -49,7 +51,8 @@ class Frontend:
                 reference_audio: np.ndarray | torch.Tensor | None = None,
                 reference_sample_rate: int | None = None, reference_latents: torch.Tensor | None = None,
                 request_id: str | None = None, min_len: int = 2, max_len: int | None = None,
-                cfg_value: float = 2.0, timesteps: int = 10, seed: int = 0) -> GenerationRequest:
+                cfg_value: float = 2.0, timesteps: int = 10, seed: int = 0,
+                normalize: bool = False) -> GenerationRequest:
         if not isinstance(text, str) or not text.strip():
             raise ValueError("text must be a non-empty string")
         if len(text) > MAX_TEXT_CHARS:
@@ -64,6 +67,8 @@ class Frontend:
                              "pass the voice as prompt audio with its prompt_text instead")
 
         target = clean_text(text)
+        if normalize:
+            target = self.spoken_form(target)
         spoken = (prompt_text or "") + target if prompt is not None else target
         tokens = self.tokenizer.encode(spoken)
         if not tokens:

@@ -1,6 +1,7 @@
 """Frontend.prepare builds the same prompt sequence as the reference's generate() path for every
 prompt mode (zero-shot, continuation, VoxCPM2 reference and combined), with the reference's text
-clean-up and max-length guard, and refuses bad input with clear messages."""
+clean-up (and its optional normalisation) and max-length guard, and refuses bad input with clear
+messages."""
 
 from __future__ import annotations
 
@@ -47,8 +48,8 @@ _REFERENCES: dict[str, torch.nn.Module] = {}
 
 
 def _reference_inputs(folder: Path, variant: str, text: str, prompt_wav: str | None, prompt_text: str | None,
-                      reference_wav: str | None, max_len: int):
-    """What the reference's VoxCPM.generate (normalize=False) hands its inference loop."""
+                      reference_wav: str | None, max_len: int, normalize: bool = False):
+    """What the reference's VoxCPM.generate hands its inference loop."""
     import re
 
     from voxcpm.model import VoxCPM2Model, VoxCPMModel
@@ -66,6 +67,10 @@ def _reference_inputs(folder: Path, variant: str, text: str, prompt_wav: str | N
                                              reference_wav_path=reference_wav)
         else:
             cache = model.build_prompt_cache(prompt_text=prompt_text, prompt_wav_path=prompt_wav)
+    if normalize:
+        from voxcpm.utils.text_normalize import TextNormalizer
+
+        text = TextNormalizer().normalize(text)
 
     def capture(*args, **kwargs):
         raise _Captured(args, kwargs)
@@ -112,6 +117,29 @@ def test_prepare_matches_reference(folders, frontends, tmp_path: Path, variant: 
     assert (request.feats - feats.float()).abs().max().item() <= TOLERANCE
     assert runaway_guard_max_len(request.target_text_tokens, request.max_len) == kwargs["max_len"]
     assert request.seed == 7 and request.min_len == kwargs["min_len"]
+
+
+@pytest.mark.reference
+@pytest.mark.parametrize("text", ["On 12/05/2026 we sold 3 apples for $4.50, 25% more.", "我有3个苹果，x-2=5。"])
+def test_normalized_prepare_matches_reference(folders, frontends, tmp_path: Path, text: str) -> None:
+    if import_reference() is None:
+        pytest.skip("reference voxcpm package not installed")
+    pytest.importorskip("wetext")
+    frontend = frontends["voxcpm2"]
+    rate = frontend.audio_vae.encode_sample_rate
+    prompt = _audio(frontend, 0.61, seed=1)
+    path = str(tmp_path / "prompt.wav")
+    import soundfile
+
+    soundfile.write(path, prompt, rate, subtype="FLOAT")
+    request = frontend.prepare(text, prompt_audio=prompt, prompt_sample_rate=rate, prompt_text=PROMPT_TEXT,
+                               max_len=500, normalize=True)
+    args, kwargs = _reference_inputs(folders["voxcpm2"], "voxcpm2", text, path, PROMPT_TEXT, None, max_len=500,
+                                     normalize=True)
+    assert request.tokens.tolist() == args[0][0].tolist()
+    assert runaway_guard_max_len(request.target_text_tokens, request.max_len) == kwargs["max_len"]
+    plain = frontend.prepare(text, prompt_audio=prompt, prompt_sample_rate=rate, prompt_text=PROMPT_TEXT, max_len=500)
+    assert plain.tokens.tolist() != request.tokens.tolist(), "the numbers must have been spelled out"
 
 
 def test_prompt_latents_equal_prompt_audio(frontends) -> None:

@@ -13,6 +13,7 @@ from voxcpm_triton.frontend import Frontend
 from voxcpm_triton.serving.inputs import InputError
 from voxcpm_triton.serving.request_tensors import to_wire
 from voxcpm_triton.serving.text_encoding import TextEncoding
+from voxcpm_triton.text.spoken_form import NormalizerUnavailable
 from voxcpm_triton.voice_cache import VoiceCache
 
 RATE = 16000
@@ -95,6 +96,28 @@ def test_voice_id_keeps_both_parts_of_a_combined_voice(v2):
     _assert_same(v2.prepare(_get(TEXT="Hello.", SEED=3, VOICE_ID="both")), fresh, "reused")
     prompt_only = v2.prepare(_get(TEXT="Hello.", SEED=3, **{k: v for k, v in tensors.items() if "REFERENCE" not in k}))
     assert fresh["TOKENS"].shape[1] > prompt_only["TOKENS"].shape[1], "the reference adds its own positions"
+
+
+def test_normalize_puts_the_text_in_spoken_form(v2):
+    pytest.importorskip("wetext")
+    text = "I paid $3.50 for 2 apples."
+    ours = v2.prepare(_get(TEXT=text, SEED=2, NORMALIZE=True))
+    _assert_same(ours, to_wire(v2.frontend.prepare(text, seed=2, normalize=True)), "normalized")
+    spelled = v2.frontend.spoken_form(text)
+    assert "two apples" in spelled
+    _assert_same(ours, to_wire(v2.frontend.prepare(spelled, seed=2)), "spelled out by hand")
+    _assert_same(v2.prepare(_get(TEXT=text, SEED=2, NORMALIZE=False)), to_wire(v2.frontend.prepare(text, seed=2)),
+                 "not normalized")
+
+
+def test_normalize_errors_name_the_tensor(v2, monkeypatch):
+    def unavailable(text):
+        raise NormalizerUnavailable("text normalisation needs the packages wetext and inflect")
+
+    monkeypatch.setattr(v2.frontend, "spoken_form", unavailable)
+    with pytest.raises(InputError, match="NORMALIZE: text normalisation needs the packages wetext and inflect"):
+        v2.prepare(_get(TEXT="3 apples", NORMALIZE=True))
+    assert v2.prepare(_get(TEXT="3 apples"))["TOKENS"].size > 0, "without NORMALIZE the grammars are not needed"
 
 
 @pytest.mark.parametrize(

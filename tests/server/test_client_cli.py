@@ -1,5 +1,5 @@
 """The client CLI streams text into a WAV file and reports first-chunk latency and RTF; it
-registers a voice from a WAV file and reuses it by name, and sends a reference voice."""
+registers a voice from a WAV file and reuses it by name, and sends a reference voice and NORMALIZE."""
 
 import subprocess
 import sys
@@ -48,6 +48,16 @@ def test_cli_reference_voice_changes_the_audio(triton_server, tmp_path):
     assert run.returncode == 0, run.stderr
     plain_audio, imitated_audio = soundfile.read(plain)[0], soundfile.read(imitated)[0]
     assert plain_audio.shape == imitated_audio.shape and not np.allclose(plain_audio, imitated_audio)
+
+
+def test_cli_normalize_changes_the_audio(triton_server, tmp_path):
+    pytest.importorskip("wetext")
+    common = ("I have 2 apples.", "--url", triton_server.grpc_url, "--max-seconds", "0.2", "--seed", "4")
+    plain, spoken = tmp_path / "plain.wav", tmp_path / "spoken.wav"
+    assert _cli(*common, "-o", str(plain)).returncode == 0
+    run = _cli(*common, "-o", str(spoken), "--normalize")
+    assert run.returncode == 0, run.stderr
+    assert not np.allclose(soundfile.read(plain)[0], soundfile.read(spoken)[0])
 
 
 def test_cli_reports_server_errors(triton_server, tmp_path):

@@ -1,6 +1,7 @@
 """Audio streamed through the server equals the in-process streaming output of the model core
 (voxcpm_triton.api.VoxCPM.generate with the same seed), chunk by chunk, for the model's own voice,
-a continuation prompt, a VoxCPM2 reference voice, both at once, and a voice registered by VOICE_ID."""
+a continuation prompt, a VoxCPM2 reference voice, both at once, a voice registered by VOICE_ID, and
+text put in spoken form (NORMALIZE)."""
 
 import numpy as np
 import pytest
@@ -94,3 +95,13 @@ def test_reference_beside_a_prompt_equals_in_process(triton_server, in_process, 
                                            prompt_text="A prompt.", max_len=PATCHES))
     assert not np.allclose(server[0], prompt_only[0]), "the reference voice must change the audio"
     assert triton_server.wait_idle() == 0
+
+
+def test_normalized_text_equals_in_process(triton_server, in_process):
+    pytest.importorskip("wetext")
+    text = "Paid $3.50 for 2 apples."
+    client = VoxCPMClient(triton_server.grpc_url)
+    server = list(client.stream(text, seed=51, normalize=True, max_seconds=SECONDS))
+    _assert_same_chunks(server, list(in_process.generate(text, seed=51, normalize=True, max_len=PATCHES)))
+    as_written = list(client.stream(text, seed=51, max_seconds=SECONDS))
+    assert not np.allclose(server[0], as_written[0]), "NORMALIZE must reach the text_encoder"

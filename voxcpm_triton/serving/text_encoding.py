@@ -14,6 +14,7 @@ from voxcpm_triton.serving import inputs
 from voxcpm_triton.serving.inputs import InputError
 from voxcpm_triton.serving.parameters import read_sampling_parameters
 from voxcpm_triton.serving.request_tensors import to_wire
+from voxcpm_triton.text.spoken_form import NormalizationFailed, NormalizerUnavailable
 from voxcpm_triton.voice_cache import CachedVoice, UnknownVoiceError, VoiceCache
 
 Getter = Callable[[str], "np.ndarray | None"]
@@ -101,12 +102,16 @@ class TextEncoding:
         if len(text) > MAX_TEXT_CHARS:
             raise InputError(f"TEXT has {len(text)} characters; allowed 1..{MAX_TEXT_CHARS}")
         parameters = read_sampling_parameters(get)
+        normalize = inputs.scalar("NORMALIZE", get("NORMALIZE"), bool, False)
         voice = self._voice(get)
-        if voice is None:
-            request = self.frontend.prepare(text)
-        else:
-            request = self.frontend.prepare(text, prompt_text=voice.prompt_text, prompt_latents=voice.prompt,
-                                            reference_latents=voice.reference)
+        try:
+            if voice is None:
+                request = self.frontend.prepare(text, normalize=normalize)
+            else:
+                request = self.frontend.prepare(text, prompt_text=voice.prompt_text, prompt_latents=voice.prompt,
+                                                reference_latents=voice.reference, normalize=normalize)
+        except (NormalizerUnavailable, NormalizationFailed) as exc:
+            raise InputError(f"NORMALIZE: {exc}") from None
         max_len = request.max_len
         limit = parameters.max_patches(self.seconds_per_patch)
         if limit is not None:

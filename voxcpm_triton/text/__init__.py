@@ -1,1 +1,2 @@
-"""Text front end: the checkpoint's tokenizer and the reference's default text clean-up."""
+"""Text front end: the checkpoint's tokenizer, the reference's default text clean-up and its optional
+spoken-form normalisation."""

@@ -1,8 +1,8 @@
 """Text clean-up the reference applies to the target text by default (VoxCPM.generate with
 normalize=False): newlines become spaces and every whitespace run collapses to one space.
 
-The reference's optional normalize=True path (number/date spelling via wetext and inflect) is not
-reproduced: it is off by default and pulls heavy dependencies.
+The reference's optional normalize=True path (numbers, dates and symbols as words) is
+text.spoken_form, applied after this clean-up as the reference does.
 """
 
 from __future__ import annotations
