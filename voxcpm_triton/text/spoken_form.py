@@ -98,7 +98,7 @@ class SpokenForm:
                 try:
                     import inflect
                     from wetext import Normalizer
-                except ImportError as exc:
+                except (ImportError, OSError) as exc:  # OSError: a native library that does not load
                     raise NormalizerUnavailable(
                         f"text normalisation needs the packages wetext and inflect ({exc}); "
                         "install them with pip install wetext inflect"

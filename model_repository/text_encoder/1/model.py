@@ -2,6 +2,7 @@
 
 
 import os
+import traceback
 
 import triton_python_backend_utils as pb_utils
 
@@ -36,4 +37,10 @@ class TritonPythonModel:
             arrays = self.encoding.prepare(get)
         except ValueError as exc:
             return pb_utils.InferenceResponse(error=pb_utils.TritonError(str(exc)))
+        except Exception as exc:
+            # Raised out of execute, it would fail every request batched with this one.
+            pb_utils.Logger.log_error(f"text_encoder: {traceback.format_exc()}")
+            return pb_utils.InferenceResponse(
+                error=pb_utils.TritonError(f"text_encoder could not prepare this request: {type(exc).__name__}: {exc}")
+            )
         return pb_utils.InferenceResponse([pb_utils.Tensor(name, value) for name, value in arrays.items()])
