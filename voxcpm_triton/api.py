@@ -112,12 +112,14 @@ class VoxCPM:
 
     @classmethod
     def from_pretrained(cls, path: str | Path, devices=None, dtype=None, max_slots: int = 8,
-                        max_context: int | None = None) -> "VoxCPM":
-        """Load the checkpoint folder onto each device (None / "cpu": the CPU; [0, 1]: cuda:0, cuda:1)."""
+                        max_context: int | None = None, lora: str | Path | None = None) -> "VoxCPM":
+        """Load the checkpoint folder onto each device (None / "cpu": the CPU; [0, 1]: cuda:0, cuda:1);
+        `lora`: a LoRA adapter folder from VoxCPM's fine-tuning, merged into the weights."""
         engines = []
         config = load_config(path)
         for device in _resolve_devices(devices):
-            checkpoint = load_checkpoint(path, dtype=_resolve_dtype(dtype, config.dtype, device), device=device)
+            checkpoint = load_checkpoint(path, dtype=_resolve_dtype(dtype, config.dtype, device), device=device,
+                                         lora=lora)
             engines.append(_Device(checkpoint, device, max_slots, max_context or config.max_length))
         return cls(engines)
 

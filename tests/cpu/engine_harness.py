@@ -1,4 +1,5 @@
-"""Helpers for engine tests: tiny model pairs and running requests to completion."""
+"""Helpers for engine tests: tiny model pairs, running requests to completion, and the patches the
+reference's own inference loop makes for the same request."""
 
 from __future__ import annotations
 
@@ -46,3 +47,19 @@ def run_to_completion(engine: Engine, requests: list[GenerationRequest]) -> dict
         if len(done) == len(requests):
             return {rid: np.stack(p) for rid, p in patches.items()}
     raise AssertionError("engine did not finish")
+
+
+def reference_patches(reference, request, min_len, max_len, timesteps, cfg_value, seed) -> np.ndarray:
+    """The generated patches [N, P, D] of the reference's `_inference` for `request`."""
+    torch.manual_seed(seed)
+    result = reference._inference(request.tokens[None], request.text_mask[None], request.feats[None],
+                                  request.audio_mask[None], min_len=min_len, max_len=max_len,
+                                  inference_timesteps=timesteps, cfg_value=cfg_value, streaming=False)
+    try:
+        sequence = next(result)[1]
+    finally:
+        result.close()
+    # VoxCPM1.x returns its context patches in front of the generated ones.
+    if not hasattr(reference, "fusion_concat_proj"):
+        sequence = sequence[request.context_patches.shape[0]:]
+    return sequence.numpy()

@@ -7,7 +7,7 @@ import numpy as np
 import pytest
 import torch
 
-from tests.cpu.engine_harness import make_request, model_pair, run_to_completion
+from tests.cpu.engine_harness import make_request, model_pair, reference_patches, run_to_completion
 from tests.reference_shim import import_reference
 from voxcpm_triton.engine.engine import Engine
 
@@ -19,21 +19,6 @@ TOLERANCE = 1e-4  # fp32 max abs error over all patches
 @pytest.fixture(scope="module", params=["voxcpm2", "voxcpm1.5", "voxcpm0.5b"])
 def pair(request):
     return model_pair(request.param)
-
-
-def reference_patches(reference, request, min_len, max_len, timesteps, cfg_value, seed) -> np.ndarray:
-    torch.manual_seed(seed)
-    result = reference._inference(request.tokens[None], request.text_mask[None], request.feats[None],
-                                  request.audio_mask[None], min_len=min_len, max_len=max_len,
-                                  inference_timesteps=timesteps, cfg_value=cfg_value, streaming=False)
-    try:
-        sequence = next(result)[1]
-    finally:
-        result.close()
-    # VoxCPM1.x returns its context patches in front of the generated ones.
-    if not hasattr(reference, "fusion_concat_proj"):
-        sequence = sequence[request.context_patches.shape[0]:]
-    return sequence.numpy()
 
 
 MODES = ["zero_shot", "reference", "continuation", "combined"]

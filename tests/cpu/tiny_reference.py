@@ -99,16 +99,18 @@ class _NullTokenizer:
     vocab: dict[str, int] = {}
 
 
-def build_reference_model(raw: dict[str, Any], seed: int = 0) -> torch.nn.Module:
-    """The reference VoxCPM2Model / VoxCPMModel for a config dict, random init, float32, eval."""
+def build_reference_model(raw: dict[str, Any], seed: int = 0, lora: dict[str, Any] | None = None) -> torch.nn.Module:
+    """The reference VoxCPM2Model / VoxCPMModel for a config dict, random init, float32, eval;
+    `lora`: the fields of a LoRAConfig, whose layers it then carries (lora_B zero, as initialised)."""
     import_reference()
     torch.manual_seed(seed)
     if raw.get("architecture") == "voxcpm2":
-        from voxcpm.model.voxcpm2 import VoxCPM2Model as Model, VoxCPMConfig
+        from voxcpm.model.voxcpm2 import LoRAConfig, VoxCPM2Model as Model, VoxCPMConfig
     else:
-        from voxcpm.model.voxcpm import VoxCPMModel as Model, VoxCPMConfig
+        from voxcpm.model.voxcpm import LoRAConfig, VoxCPMModel as Model, VoxCPMConfig
     config = VoxCPMConfig.model_validate(copy.deepcopy(raw))
-    model = Model(config, _NullTokenizer(), _NullVAE(raw), device="cpu")
+    lora_config = None if lora is None else LoRAConfig(**lora)
+    model = Model(config, _NullTokenizer(), _NullVAE(raw), lora_config=lora_config, device="cpu")
     # Default init leaves every RMSNorm weight at 1; perturb them so a mix-up of norms would show.
     with torch.no_grad():
         for name, param in model.named_parameters():
@@ -118,4 +120,5 @@ def build_reference_model(raw: dict[str, Any], seed: int = 0) -> torch.nn.Module
 
 
 def model_state(reference: torch.nn.Module) -> dict[str, torch.Tensor]:
-    return {k: v for k, v in reference.state_dict().items() if not k.startswith("audio_vae.")}
+    """The base model's tensors as a checkpoint holds them: no AudioVAE, no LoRA pairs."""
+    return {k: v for k, v in reference.state_dict().items() if not k.startswith("audio_vae.") and ".lora_" not in k}

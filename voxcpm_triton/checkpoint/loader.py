@@ -12,9 +12,10 @@ from dataclasses import dataclass
 from pathlib import Path
 
 import torch
-from safetensors.torch import load_file
 
 from voxcpm_triton.audio.audio_vae import AudioVAE, build_audio_vae
+from voxcpm_triton.checkpoint.lora import merge_lora
+from voxcpm_triton.checkpoint.tensor_files import CheckpointError, check_tensors, first_existing, read_tensors
 from voxcpm_triton.config import ModelConfig, load_config
 from voxcpm_triton.model.voxcpm import VoxCPMModel, build_model
 from voxcpm_triton.text.tokenizer import TextTokenizer
@@ -22,10 +23,6 @@ from voxcpm_triton.text.tokenizer import TextTokenizer
 _MODEL_FILES = ("model.safetensors", "pytorch_model.bin")
 _VAE_FILES = ("audiovae.safetensors", "audiovae.pth")
 _SUPPORTED_DTYPES = (torch.float32, torch.bfloat16, torch.float16)
-
-
-class CheckpointError(ValueError):
-    """The checkpoint folder does not match what its config.json describes."""
 
 
 @dataclass
@@ -37,70 +34,35 @@ class LoadedCheckpoint:
     folder: Path
 
 
-def _first_existing(folder: Path, names: tuple[str, ...], what: str) -> Path:
-    for name in names:
-        if (folder / name).is_file():
-            return folder / name
-    raise CheckpointError(f"{what}: none of {', '.join(names)} in checkpoint folder {str(folder)!r}")
-
-
-def _read_tensors(path: Path, device: torch.device | str) -> dict[str, torch.Tensor]:
-    if path.suffix == ".safetensors":
-        return load_file(str(path), device=str(device))
-    # weights_only: a checkpoint must not be able to run code at load time.
-    payload = torch.load(path, map_location=device, weights_only=True)
-    if isinstance(payload, dict) and isinstance(payload.get("state_dict"), dict):
-        payload = payload["state_dict"]
-    if not isinstance(payload, dict) or not all(isinstance(v, torch.Tensor) for v in payload.values()):
-        raise CheckpointError(f"{path.name}: expected a dict of tensors (optionally under 'state_dict')")
-    return payload
-
-
-def check_tensors(file_name: str, expected: dict[str, torch.Size], found: dict[str, torch.Tensor]) -> None:
-    """Raise CheckpointError naming every missing, unexpected and mis-shaped tensor."""
-    missing = sorted(set(expected) - set(found))
-    unexpected = sorted(set(found) - set(expected))
-    misshaped = sorted(
-        f"{name} (file {tuple(found[name].shape)}, expected {tuple(shape)})"
-        for name, shape in expected.items()
-        if name in found and tuple(found[name].shape) != tuple(shape)
-    )
-    problems = []
-    if missing:
-        problems.append(f"missing tensors: {', '.join(missing)}")
-    if unexpected:
-        problems.append(f"unexpected tensors: {', '.join(unexpected)}")
-    if misshaped:
-        problems.append(f"mis-shaped tensors: {', '.join(misshaped)}")
-    if problems:
-        raise CheckpointError(f"{file_name} does not match config.json: " + "; ".join(problems))
-
-
-def _load_model(folder: Path, config: ModelConfig, dtype: torch.dtype, device: torch.device | str) -> VoxCPMModel:
-    model_path = _first_existing(folder, _MODEL_FILES, "model weights")
-    model_state = _read_tensors(model_path, device)
+def _load_model(folder: Path, config: ModelConfig, dtype: torch.dtype, device: torch.device | str,
+                lora: str | Path | None) -> VoxCPMModel:
+    model_path = first_existing(folder, _MODEL_FILES, "model weights")
+    model_state = read_tensors(model_path, device)
     with torch.device(device):
         model = build_model(config)
     check_tensors(model_path.name, {k: v.shape for k, v in model.state_dict().items()}, model_state)
+    if lora is not None:
+        merge_lora(model_state, lora, config.is_v2)
     model.to(dtype)
     model.load_state_dict(model_state, strict=True)
     return model.eval()
 
 
 def load_checkpoint(folder: str | Path, dtype: torch.dtype = torch.float32, device: torch.device | str = "cpu",
-                    with_model: bool = True) -> LoadedCheckpoint:
+                    with_model: bool = True, lora: str | Path | None = None) -> LoadedCheckpoint:
     """Config, model (in `dtype`), AudioVAE (fp32, folded) and tokenizer from a checkpoint folder.
 
     with_model=False skips model.safetensors (model is None): the text encoder and the vocoder need
-    only the AudioVAE and the tokenizer, and a full-size LM would cost them ~9 GB and its init time."""
+    only the AudioVAE and the tokenizer, and a full-size LM would cost them ~9 GB and its init time.
+    lora: an official LoRA adapter folder, merged into the model's weights (checkpoint.lora)."""
     folder = Path(folder)
     if dtype not in _SUPPORTED_DTYPES:
         raise ValueError(f"dtype={dtype}; allowed: {', '.join(str(d) for d in _SUPPORTED_DTYPES)}")
     config = load_config(folder)
-    model = _load_model(folder, config, dtype, device) if with_model else None
+    model = _load_model(folder, config, dtype, device, lora) if with_model else None
 
-    vae_path = _first_existing(folder, _VAE_FILES, "AudioVAE weights")
-    vae_state = _read_tensors(vae_path, "cpu")
+    vae_path = first_existing(folder, _VAE_FILES, "AudioVAE weights")
+    vae_state = read_tensors(vae_path, "cpu")
     audio_vae = build_audio_vae(config)
     check_tensors(vae_path.name, {k: v.shape for k, v in audio_vae.state_dict().items()}, vae_state)
     audio_vae.load_state_dict(vae_state, strict=True)

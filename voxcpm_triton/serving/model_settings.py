@@ -3,7 +3,9 @@ instance arguments: which checkpoint, which device, which dtype.
 
 The checkpoint is one setting for the whole repository: the VOXCPM_CHECKPOINT environment variable
 when set, else each config's `checkpoint` parameter. A relative path is taken from the model
-repository's folder, so the committed default works from wherever tritonserver is started."""
+repository's folder, so the committed default works from wherever tritonserver is started. A LoRA
+adapter from VoxCPM's fine-tuning (VOXCPM_LORA, else ar_decoder's `lora` parameter) is merged into
+the decoder's weights as they load; the other models do not read the weights it changes."""
 
 from __future__ import annotations
 
@@ -19,6 +21,7 @@ from voxcpm_triton.checkpoint.loader import LoadedCheckpoint, load_checkpoint
 from voxcpm_triton.ops import lt_cache
 
 CHECKPOINT_ENV = "VOXCPM_CHECKPOINT"
+LORA_ENV = "VOXCPM_LORA"
 DTYPES = {"float32": torch.float32, "bfloat16": torch.bfloat16, "float16": torch.float16}
 
 
@@ -45,6 +48,18 @@ def checkpoint_folder(parameters: dict[str, str], model_folder: str) -> Path:
             f"checkpoint folder {path} has no config.json (from {CHECKPOINT_ENV} or the 'checkpoint' "
             "parameter); make the demo one with build/setup.sh or point the setting at a VoxCPM folder"
         )
+    return path.resolve()
+
+
+def lora_folder(parameters: dict[str, str], model_folder: str) -> Path | None:
+    """The LoRA adapter the decoder merges into the checkpoint's weights: VOXCPM_LORA when set, else
+    the `lora` parameter (relative: from the model repository, as `checkpoint`); empty: none."""
+    setting = os.environ.get(LORA_ENV, parameters.get("lora", ""))
+    if not setting:
+        return None
+    path = _in_repository(setting, model_folder)
+    if not path.is_dir():
+        raise ValueError(f"LoRA adapter folder {path} (from {LORA_ENV} or the 'lora' parameter) does not exist")
     return path.resolve()
 
 

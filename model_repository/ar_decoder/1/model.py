@@ -104,7 +104,8 @@ class TritonPythonModel:
         folder = model_settings.checkpoint_folder(parameters, args["model_repository"])
         device = model_settings.instance_device(args)
         dtype = model_settings.torch_dtype(parameters)
-        loaded = load_checkpoint(folder, dtype=dtype, device=device)
+        lora = model_settings.lora_folder(parameters, args["model_repository"])
+        loaded = load_checkpoint(folder, dtype=dtype, device=device, lora=lora)
         window_patches = vocoder_window_patches(loaded.audio_vae, loaded.config.patch_size)
         engine = Engine(
             loaded.model,
@@ -142,7 +143,10 @@ class TritonPythonModel:
             meter=StepMeter(self.step_counters.publish),
         )
         self.loop.start()
-        pb_utils.Logger.log_info(f"ar_decoder: checkpoint {folder} on {device} ({dtype}), window {window_patches}")
+        adapter = f", LoRA adapter {lora} merged" if lora is not None else ""
+        pb_utils.Logger.log_info(
+            f"ar_decoder: checkpoint {folder}{adapter} on {device} ({dtype}), window {window_patches}"
+        )
 
     def _report_slots(self, count):
         # Called by the engine loop only when the count changes.

@@ -1,0 +1,51 @@
+"""Reading a checkpoint's tensor files, and the error every mismatch with its config.json raises."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import torch
+from safetensors.torch import load_file
+
+
+class CheckpointError(ValueError):
+    """The checkpoint folder does not match what its config.json describes."""
+
+
+def first_existing(folder: Path, names: tuple[str, ...], what: str) -> Path:
+    for name in names:
+        if (folder / name).is_file():
+            return folder / name
+    raise CheckpointError(f"{what}: none of {', '.join(names)} in checkpoint folder {str(folder)!r}")
+
+
+def read_tensors(path: Path, device: torch.device | str) -> dict[str, torch.Tensor]:
+    if path.suffix == ".safetensors":
+        return load_file(str(path), device=str(device))
+    # weights_only: a checkpoint must not be able to run code at load time.
+    payload = torch.load(path, map_location=device, weights_only=True)
+    if isinstance(payload, dict) and isinstance(payload.get("state_dict"), dict):
+        payload = payload["state_dict"]
+    if not isinstance(payload, dict) or not all(isinstance(v, torch.Tensor) for v in payload.values()):
+        raise CheckpointError(f"{path.name}: expected a dict of tensors (optionally under 'state_dict')")
+    return payload
+
+
+def check_tensors(file_name: str, expected: dict[str, torch.Size], found: dict[str, torch.Tensor]) -> None:
+    """Raise CheckpointError naming every missing, unexpected and mis-shaped tensor."""
+    missing = sorted(set(expected) - set(found))
+    unexpected = sorted(set(found) - set(expected))
+    misshaped = sorted(
+        f"{name} (file {tuple(found[name].shape)}, expected {tuple(shape)})"
+        for name, shape in expected.items()
+        if name in found and tuple(found[name].shape) != tuple(shape)
+    )
+    problems = []
+    if missing:
+        problems.append(f"missing tensors: {', '.join(missing)}")
+    if unexpected:
+        problems.append(f"unexpected tensors: {', '.join(unexpected)}")
+    if misshaped:
+        problems.append(f"mis-shaped tensors: {', '.join(misshaped)}")
+    if problems:
+        raise CheckpointError(f"{file_name} does not match config.json: " + "; ".join(problems))
