@@ -5,10 +5,11 @@ continue (PROMPT_AUDIO with PROMPT_TEXT), a VoxCPM2 reference voice to imitate (
 PROMPT_AUDIO alone), or both; later requests send VOICE_ID alone. The cache is bounded: past `capacity` voices the least recently used one is
 dropped, and using it again asks for its audio.
 
-Triton runs each text_encoder instance in its own process, so the voices live in a folder on tmpfs
-that all instances of one server share (`voices_folder`): one file per voice, written whole and
-renamed into place, its modification time the voice's last use. A voice registered through one
-instance is then known to every other, whichever instance the next request lands on.
+Triton runs each text_encoder instance in its own process, so the voices live in a folder that all
+instances of one server share: by default on tmpfs, named by the server's PID (`voices_folder`), or
+one the text_encoder's `voice_folder` setting names, which several servers may share and which
+outlives them. One file per voice, written whole and renamed into place, its modification time the
+voice's last use: a voice registered through one instance (or server) is known to every other.
 """
 
 from __future__ import annotations

@@ -112,3 +112,15 @@ def test_two_processes_register_and_read_at_once(tmp_path):
     assert min(found) > 0
     # Two evictions racing may each drop a different voice: the bound holds, the count may dip below it.
     assert 1 <= len(VoiceCache(tmp_path, capacity=3)) <= 3 and not list(tmp_path.glob("*.tmp"))
+
+
+def test_the_text_encoder_setting_names_the_folder(tmp_path, monkeypatch):
+    from voxcpm_triton.serving.model_settings import VOICE_FOLDER_ENV, voice_folder
+    from voxcpm_triton.voice_cache import voices_folder
+
+    model_folder = str(tmp_path / "model_repository" / "text_encoder")
+    monkeypatch.delenv(VOICE_FOLDER_ENV, raising=False)
+    assert voice_folder({"voice_folder": ""}, model_folder, 4242) == voices_folder(4242)
+    assert voice_folder({"voice_folder": "voices"}, model_folder, 4242) == (tmp_path / "model_repository" / "voices").resolve()
+    monkeypatch.setenv(VOICE_FOLDER_ENV, str(tmp_path / "elsewhere"))
+    assert voice_folder({"voice_folder": "voices"}, model_folder, 4242) == (tmp_path / "elsewhere").resolve()

@@ -19,9 +19,11 @@ import torch
 from voxcpm_triton.audio.chunks import DEFAULT_MAX_NEW
 from voxcpm_triton.checkpoint.loader import LoadedCheckpoint, load_checkpoint
 from voxcpm_triton.ops import lt_cache
+from voxcpm_triton.voice_cache import voices_folder
 
 CHECKPOINT_ENV = "VOXCPM_CHECKPOINT"
 LORA_ENV = "VOXCPM_LORA"
+VOICE_FOLDER_ENV = "VOXCPM_VOICE_FOLDER"
 DTYPES = {"float32": torch.float32, "bfloat16": torch.bfloat16, "float16": torch.float16}
 
 
@@ -61,6 +63,15 @@ def lora_folder(parameters: dict[str, str], model_folder: str) -> Path | None:
     if not path.is_dir():
         raise ValueError(f"LoRA adapter folder {path} (from {LORA_ENV} or the 'lora' parameter) does not exist")
     return path.resolve()
+
+
+def voice_folder(parameters: dict[str, str], model_folder: str, server_pid: int) -> Path:
+    """Where the text_encoder keeps registered voices: VOXCPM_VOICE_FOLDER when set, else the
+    `voice_folder` parameter (relative: from the model repository), else a tmpfs folder of this
+    server alone (voice_cache.voices_folder). A folder of one's own keeps the voices across restarts
+    and shares them with every server on the host that names it."""
+    setting = os.environ.get(VOICE_FOLDER_ENV) or parameters.get("voice_folder", "")
+    return _in_repository(setting, model_folder).resolve() if setting else voices_folder(server_pid)
 
 
 def apply_lt_cache(parameters: dict[str, str], model_folder: str) -> None:

@@ -10,7 +10,7 @@ from voxcpm_triton.frontend import Frontend
 from voxcpm_triton.serving import model_settings
 from voxcpm_triton.serving.orphan_guard import exit_with_server
 from voxcpm_triton.serving.text_encoding import TextEncoding
-from voxcpm_triton.voice_cache import VoiceCache, voices_folder
+from voxcpm_triton.voice_cache import VoiceCache
 
 
 class TritonPythonModel:
@@ -21,7 +21,7 @@ class TritonPythonModel:
         seconds_per_patch = loaded.config.patch_size * vae.decode_hop_length / vae.sample_rate
         capacity = model_settings.int_parameter(parameters, "voice_cache_size", 1024, 1, 1_000_000)
         # Shared by this server's text_encoder instances (the stub's parent process is tritonserver).
-        voices = VoiceCache(voices_folder(os.getppid()), capacity)
+        voices = VoiceCache(model_settings.voice_folder(parameters, args["model_repository"], os.getppid()), capacity)
         self.encoding = TextEncoding(Frontend(loaded), voices, seconds_per_patch)
         pb_utils.Logger.log_info(f"text_encoder: checkpoint {folder} on {device}")
 
