@@ -8,7 +8,8 @@ emoji are dropped first.
 
 `wetext` and `inflect` are optional dependencies (build/setup.sh installs them): without them the
 rest of the server works, and only a request asking for normalisation gets an error naming them.
-Loading the grammars takes a few seconds, so it happens on the first such request of a process.
+Loading the grammars takes ~2.5 s, so it happens on the first such request of a process; after that
+a sentence costs ~3-6 ms (perf/RESULTS.md run 66).
 """
 
 from __future__ import annotations
