@@ -115,6 +115,7 @@ def test_a_folder_without_config_takes_the_reference_defaults(tmp_path, v2_state
     (lambda s: {k.replace("layers.0", "layers.9"): v for k, v in _pair(s, Q, 4).items()}, {"enable_lm": True, "r": 4},
      "layers.9.self_attn.q_proj (no layer"),
     (lambda s: _pair(s, Q, 4), {"enable_lm": True, "r": 4, "use_dora": True}, "fields this loader does not know: ['use_dora']"),
+    (lambda s: _pair(s, Q, 4), {"enable_lm": True, "r": "4"}, "r must be a positive integer and alpha a number"),
 ])
 def test_an_adapter_that_does_not_fit_is_refused(tmp_path, v2_state, pairs, settings, message):
     with pytest.raises(CheckpointError, match=re.escape(message)):

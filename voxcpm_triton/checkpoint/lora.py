@@ -49,7 +49,7 @@ class LoraSettings:
 
     @property
     def scaling(self) -> float:
-        return self.alpha / self.r if self.r > 0 else 0.0
+        return self.alpha / self.r
 
     def adapts(self, layer: str) -> bool:
         """Whether the reference wraps the Linear named `layer` (a state-dict prefix) in LoRA."""
@@ -79,7 +79,12 @@ def read_settings(folder: Path, is_v2: bool) -> LoraSettings:
         raise CheckpointError(f"{path}: 'lora_config' has fields this loader does not know: {unknown}; "
                               f"known: {sorted(known)}")
     values = {**defaults.__dict__, **{k: tuple(v) if isinstance(v, list) else v for k, v in raw.items()}}
-    return LoraSettings(**values)
+    settings = LoraSettings(**values)
+    if isinstance(settings.r, bool) or not isinstance(settings.r, int) or settings.r < 1 \
+            or not isinstance(settings.alpha, (int, float)):
+        raise CheckpointError(f"{path}: r must be a positive integer and alpha a number, got r={settings.r!r}, "
+                              f"alpha={settings.alpha!r}")
+    return settings
 
 
 def merge_lora(state: dict[str, torch.Tensor], folder: str | Path, is_v2: bool) -> int:

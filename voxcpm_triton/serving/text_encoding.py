@@ -1,6 +1,6 @@
 """What the text_encoder model does for one request: read and check its tensors, resolve the voice
-(fresh PROMPT_AUDIO and/or REFERENCE_AUDIO, a registered VOICE_ID, or none), run the Frontend and flatten the resulting
-GenerationRequest into the tensors ar_decoder takes."""
+(fresh PROMPT_AUDIO and/or REFERENCE_AUDIO, a registered VOICE_ID, or none), run the Frontend and
+flatten the resulting GenerationRequest into the tensors ar_decoder takes."""
 
 from __future__ import annotations
 
