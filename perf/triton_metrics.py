@@ -33,6 +33,7 @@ from typing import Callable, Optional, Sequence
 from voxcpm_triton.serving.step_meter import COUNTERS as STEP_COUNTERS
 
 DURATIONS = ("request", "queue", "compute_input", "compute_infer", "compute_output")
+SETTLE_S, SETTLE_TRIES = 0.05, 40  # LevelMetrics waits up to 2 s for the counters to settle
 _LINE = re.compile(r'^((?:nv_inference|voxcpm_decode)_\w+)\{([^}]*)\}\s+([0-9.eE+-]+)$')
 # The ar_decoder's engine-thread counters (serving/step_meter.py), by their names' middle parts.
 DECODE = tuple(name.removeprefix("voxcpm_decode_").removesuffix("_total") for name, _, _ in STEP_COUNTERS)
@@ -50,6 +51,10 @@ def parse(text: str) -> dict[str, dict[str, float]]:
         if model:
             models[model.group(1)][name] += float(value)
     return models
+
+
+def _successes(text: str) -> dict[str, float]:
+    return {model: values.get("nv_inference_request_success", 0.0) for model, values in parse(text).items()}
 
 
 def per_model(before: str, after: str) -> list[dict]:
@@ -145,11 +150,24 @@ class LevelMetrics:
     def _snapshot(self) -> tuple[str, dict]:
         return self._fetch(self.metrics_url), json.loads(self._fetch(self.stats_url))
 
+    def _settled_snapshot(self) -> tuple[str, dict]:
+        """A snapshot once the request counters stop moving: Triton books a decoupled ensemble's
+        request after the client has its final response, so a snapshot taken at once can miss the
+        level's last streams."""
+        metrics = self._fetch(self.metrics_url)
+        for _ in range(SETTLE_TRIES):
+            time.sleep(SETTLE_S)
+            again = self._fetch(self.metrics_url)
+            if _successes(again) == _successes(metrics):
+                break
+            metrics = again
+        return metrics, json.loads(self._fetch(self.stats_url))
+
     def run_level(self, concurrency: int, rounds: int, first_index: int) -> list:
         (metrics, stats), started = self._snapshot(), time.monotonic()
         records = self._run_level(concurrency, rounds, first_index)
         elapsed_ms = (time.monotonic() - started) * 1000
-        metrics_after, stats_after = self._snapshot()
+        metrics_after, stats_after = self._settled_snapshot()
         busy = busy_ms(stats, stats_after)
         self._rows = per_model(metrics, metrics_after)
         for row in self._rows:

@@ -82,9 +82,14 @@ def test_busy_time_counts_each_execution_once():
 
 
 def test_level_metrics_brackets_each_level():
-    snapshots = iter([snapshot(0, 0, 0.0, 0.0), stats({}), snapshot(8, 2, 100.0, 8000.0), stats({1: (2, 8_000_000)}),
+    # After each level the metrics are read until two readings agree: the first level's last
+    # request is booked between the first and the second reading after it.
+    snapshots = iter([snapshot(0, 0, 0.0, 0.0), stats({}),
+                      snapshot(7, 2, 100.0, 8000.0), snapshot(8, 2, 100.0, 8000.0), snapshot(8, 2, 100.0, 8000.0),
+                      stats({1: (2, 8_000_000)}),
                       snapshot(8, 2, 100.0, 8000.0), stats({1: (2, 8_000_000)}),
-                      snapshot(40, 4, 300.0, 40000.0), stats({1: (2, 8_000_000), 16: (2, 30_000_000)})])
+                      snapshot(40, 4, 300.0, 40000.0), snapshot(40, 4, 300.0, 40000.0),
+                      stats({1: (2, 8_000_000), 16: (2, 30_000_000)})])
     fetched, levels = [], []
 
     def fetch(url: str) -> str:
@@ -105,7 +110,9 @@ def test_level_metrics_brackets_each_level():
     assert (row["model"], row["requests"], row["executions"]) == ("vocoder", 32, 2)
     assert 0 < row["busy_pct"] < 30 / 50 * 100  # 30 ms of executions in a level of >= 50 ms
     assert levels == [(1, 8, 0), (4, 2, 8)]
-    assert fetched == ["http://host/metrics", "http://host/v2/models/stats"] * 4
+    metrics_url, stats_url = "http://host/metrics", "http://host/v2/models/stats"
+    assert fetched == [metrics_url, stats_url, metrics_url, metrics_url, metrics_url, stats_url,
+                       metrics_url, stats_url, metrics_url, metrics_url, stats_url]
 
 
 def test_part_timer_and_table():

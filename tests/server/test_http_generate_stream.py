@@ -1,6 +1,6 @@
 """Triton's HTTP generate_stream endpoint (server-sent events) serves the decoupled `voxcpm` ensemble
-as gRPC streaming does: the same chunks for the same text and seed, and a bad input is an HTTP
-error naming it."""
+as gRPC streaming does: the same chunks for the same text and seed (NORMALIZE as a JSON boolean too),
+and a bad input is an HTTP error naming it."""
 
 from __future__ import annotations
 
@@ -29,14 +29,18 @@ def _events(server, body: dict) -> list[dict]:
     return [json.loads(line[len("data: "):]) for line in text.splitlines() if line.startswith("data: ")]
 
 
-def test_generate_stream_gives_the_grpc_stream_chunks(triton_server):
-    text, seed, seconds = "Hello over HTTP.", 7, 0.8
-    events = _events(triton_server, {"TEXT": text, "SEED": seed, "MAX_SECONDS": seconds})
+@pytest.mark.parametrize("options", [{}, {"NORMALIZE": True}])
+def test_generate_stream_gives_the_grpc_stream_chunks(triton_server, options):
+    if options:
+        pytest.importorskip("wetext")
+    text, seed, seconds = "Hello over HTTP at 7 pm.", 7, 0.8
+    events = _events(triton_server, {"TEXT": text, "SEED": seed, "MAX_SECONDS": seconds, **options})
     http_chunks = [np.asarray(event["AUDIO"], dtype=np.float32) for event in events if event.get("AUDIO")]
     assert {event["SAMPLE_RATE"] for event in events if "SAMPLE_RATE" in event} == {48000}
 
     client = VoxCPMClient(triton_server.grpc_url, timeout_s=60)
-    grpc_chunks = [chunk for chunk in client.stream(text, seed=seed, max_seconds=seconds) if chunk.size]
+    grpc_chunks = [chunk for chunk in client.stream(text, seed=seed, max_seconds=seconds,
+                                                    normalize=options.get("NORMALIZE")) if chunk.size]
     assert [c.size for c in http_chunks] == [c.size for c in grpc_chunks]
     assert len(http_chunks) >= 3  # 1, 2, then up to chunk_patches patches per chunk
     for got, want in zip(http_chunks, grpc_chunks):
