@@ -16,25 +16,32 @@ mode = sys.argv[1]
 work = Path(f"/tmp/inflight_probe_{mode}"); work.mkdir(exist_ok=True)
 server = start_server(Path("model_repository").resolve(), work, {"VOXCPM_CHECKPOINT": str(folder)})
 text = "Many words to say here. " * 12
-if mode == "bare_cancel":
+
+
+def raw_stream(max_seconds: float, cancel: bool) -> None:
+    """One stream over tritonclient itself: its first reply, then stop_stream(cancel_requests=cancel)."""
     replies = queue.Queue()
     client = grpcclient.InferenceServerClient(server.grpc_url)
     client.start_stream(callback=lambda result, error: replies.put((result, error)))
-    client.async_stream_infer("voxcpm", build_inputs(text, max_seconds=600), request_id="0123456789abcdef0123456789abcdef", enable_empty_final_response=True)
+    client.async_stream_infer("voxcpm", build_inputs(text, max_seconds=max_seconds), request_id="probe",
+                              enable_empty_final_response=True)
     print("first reply:", replies.get(timeout=150)[1], flush=True)
-    client.stop_stream(cancel_requests=True)
+    client.stop_stream(cancel_requests=cancel)
     client.close()
-elif mode == "client_close":  # our client library: CANCEL_ID, then the ensemble ends normally
-    stream = VoxCPMClient(server.grpc_url).stream(text, max_seconds=600)
-    next(stream); stream.close()
-elif mode == "stream_closed_no_cancel":  # the client closes its stream without cancelling
-    replies = queue.Queue()
-    client = grpcclient.InferenceServerClient(server.grpc_url)
-    client.start_stream(callback=lambda result, error: replies.put((result, error)))
-    client.async_stream_infer("voxcpm", build_inputs(text, max_seconds=3), request_id="y", enable_empty_final_response=True)
-    print("first reply:", replies.get(timeout=150)[1], flush=True)
-    client.stop_stream(cancel_requests=False)
-    client.close()
+
+
+try:
+    if mode == "bare_cancel":
+        raw_stream(600, cancel=True)
+    elif mode == "client_close":  # our client library: CANCEL_ID, then the ensemble ends normally
+        stream = VoxCPMClient(server.grpc_url).stream(text, max_seconds=600)
+        next(stream)
+        stream.close()
+    elif mode == "stream_closed_no_cancel":  # stop_stream waits for the request's own end
+        raw_stream(3, cancel=False)
+except BaseException:
+    server.stop()
+    raise
 t0 = time.time()
 print(mode, "idle:", server.wait_idle(timeout_s=40), f"after {time.time()-t0:.1f} s")
 time.sleep(3)
