@@ -3,17 +3,15 @@ with the adapter on its layers, and an adapter that does not fit is refused by n
 
 from __future__ import annotations
 
-import json
 import re
-from pathlib import Path
 
 import numpy as np
 import pytest
 import torch
-from safetensors.torch import save_file
 
 from tests.cpu.engine_harness import make_request, reference_patches, run_to_completion
 from tests.cpu.tiny_reference import build_reference_model, model_state, tiny_config_dict
+from tests.lora_adapters import write_adapter
 from tests.reference_shim import import_reference
 from voxcpm_triton.checkpoint.lora import merge_lora, read_settings
 from voxcpm_triton.checkpoint.tensor_files import CheckpointError
@@ -22,14 +20,6 @@ from voxcpm_triton.engine.engine import Engine
 from voxcpm_triton.model.voxcpm import build_model
 
 TOLERANCE = 1e-4  # fp32 max abs error over all patches, as the engine parity tests
-
-
-def _adapter(folder: Path, pairs: dict[str, torch.Tensor], settings: dict | None) -> Path:
-    folder.mkdir(parents=True, exist_ok=True)
-    save_file({k: v.contiguous() for k, v in pairs.items()}, str(folder / "lora_weights.safetensors"))
-    if settings is not None:
-        (folder / "lora_config.json").write_text(json.dumps({"base_model": "unused", "lora_config": settings}))
-    return folder
 
 
 def _ours(raw: dict, state: dict[str, torch.Tensor]):
@@ -62,7 +52,7 @@ def test_merged_adapter_generates_as_the_reference_with_it(tmp_path, variant):
     pairs = {k: v for k, v in reference.state_dict().items() if ".lora_" in k}
     assert any(k.startswith("feat_decoder.estimator.") for k in pairs) and "lm_to_dit_proj.lora_A" in pairs
     full_settings = reference.lora_config.model_dump()
-    folder = _adapter(tmp_path / "adapter", pairs, full_settings)
+    folder = write_adapter(tmp_path / "adapter", pairs, full_settings)
 
     state = model_state(reference)
     base = _ours(raw, state)
@@ -97,7 +87,7 @@ def test_a_folder_without_config_takes_the_reference_defaults(tmp_path, v2_state
     assert DIT_V + ".weight" in v2_state
     pairs = {**_pair(v2_state, Q, 8), **_pair(v2_state, DIT_V, 8)}
     before = {layer: v2_state[f"{layer}.weight"].clone() for layer in (Q, DIT_V)}
-    assert merge_lora(v2_state, _adapter(tmp_path, pairs, None), is_v2=True) == 2
+    assert merge_lora(v2_state, write_adapter(tmp_path, pairs, None), is_v2=True) == 2
     for layer in (Q, DIT_V):  # r 8, alpha 16: scaling 2
         expected = before[layer] + 2.0 * pairs[f"{layer}.lora_B"] @ pairs[f"{layer}.lora_A"]
         torch.testing.assert_close(v2_state[f"{layer}.weight"], expected)
@@ -119,7 +109,7 @@ def test_a_folder_without_config_takes_the_reference_defaults(tmp_path, v2_state
 ])
 def test_an_adapter_that_does_not_fit_is_refused(tmp_path, v2_state, pairs, settings, message):
     with pytest.raises(CheckpointError, match=re.escape(message)):
-        merge_lora(v2_state, _adapter(tmp_path, pairs(v2_state), settings), is_v2=True)
+        merge_lora(v2_state, write_adapter(tmp_path, pairs(v2_state), settings), is_v2=True)
 
 
 def test_a_folder_without_weights_is_refused(tmp_path, v2_state):

@@ -4,12 +4,10 @@ gives, rounded the same way (to one bfloat16 step: the two float32 products may 
 
 from __future__ import annotations
 
-import json
-
 import pytest
 import torch
-from safetensors.torch import load_file, save_file
 
+from tests.lora_adapters import random_pairs, write_adapter
 from voxcpm_triton.checkpoint.loader import load_checkpoint
 from voxcpm_triton.checkpoint.make import make_checkpoint
 
@@ -22,19 +20,8 @@ pytestmark = [
 
 def test_merge_on_the_gpu_equals_the_cpu_merge(tmp_path):
     folder = make_checkpoint(tmp_path / "tiny", "voxcpm2", size="tiny")
-    weights = load_file(folder / "model.safetensors")
-    generator = torch.Generator().manual_seed(0)
-    pairs = {}
-    for name, weight in weights.items():
-        layer = name.removesuffix(".weight")
-        if layer.startswith(("base_lm.", "residual_lm.", "feat_decoder.estimator.")) and layer.endswith("_proj") \
-                and layer.rsplit(".", 1)[-1] in ("q_proj", "k_proj", "v_proj", "o_proj"):
-            pairs[f"{layer}.lora_A"] = torch.randn(8, weight.shape[1], generator=generator)
-            pairs[f"{layer}.lora_B"] = torch.randn(weight.shape[0], 8, generator=generator)
-    adapter = tmp_path / "adapter"
-    adapter.mkdir()
-    save_file(pairs, str(adapter / "lora_weights.safetensors"))
-    (adapter / "lora_config.json").write_text(json.dumps({"lora_config": {"enable_lm": True, "enable_dit": True}}))
+    pairs = random_pairs(folder, ("base_lm.", "residual_lm.", "feat_decoder.estimator."), r=8, scale=1.0, seed=0)
+    adapter = write_adapter(tmp_path / "adapter", pairs, {"enable_lm": True, "enable_dit": True})
 
     on_gpu = load_checkpoint(folder, dtype=torch.bfloat16, device="cuda", lora=adapter).model.state_dict()
     on_cpu = load_checkpoint(folder, dtype=torch.bfloat16, device="cpu", lora=adapter).model.state_dict()

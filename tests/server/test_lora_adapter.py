@@ -1,14 +1,11 @@
 """A LoRA adapter named by VOXCPM_LORA is merged into the served decoder: the stream equals the
 in-process output with the same adapter, and differs from the checkpoint without it."""
 
-import json
-
 import numpy as np
 import pytest
-import torch
-from safetensors.torch import load_file, save_file
 
 from client.streaming import VoxCPMClient
+from tests.lora_adapters import random_pairs, write_adapter
 from tritonserver_process import REPO, start_server
 
 pytestmark = pytest.mark.server
@@ -19,20 +16,9 @@ TEXT = "A fine-tuned voice."
 @pytest.fixture(scope="module")
 def adapter(tiny_checkpoint, tmp_path_factory):
     """Random pairs on every attention projection of the base LM and the LocDiT, at r 4."""
-    weights = load_file(tiny_checkpoint / "model.safetensors")
-    generator = torch.Generator().manual_seed(5)
-    pairs = {}
-    for name, weight in weights.items():
-        layer = name.removesuffix(".weight")
-        if name.endswith("_proj.weight") and layer.rsplit(".", 1)[-1] in ("q_proj", "k_proj", "v_proj", "o_proj") \
-                and layer.startswith(("base_lm.", "feat_decoder.estimator.")):
-            pairs[f"{layer}.lora_A"] = torch.randn(4, weight.shape[1], generator=generator) * 0.3
-            pairs[f"{layer}.lora_B"] = torch.randn(weight.shape[0], 4, generator=generator) * 0.3
-    folder = tmp_path_factory.mktemp("adapter")
-    save_file(pairs, str(folder / "lora_weights.safetensors"))
+    pairs = random_pairs(tiny_checkpoint, ("base_lm.", "feat_decoder.estimator."), r=4, scale=0.3, seed=5)
     settings = {"enable_lm": True, "enable_dit": True, "r": 4, "alpha": 8}
-    (folder / "lora_config.json").write_text(json.dumps({"base_model": str(tiny_checkpoint), "lora_config": settings}))
-    return folder
+    return write_adapter(tmp_path_factory.mktemp("adapter"), pairs, settings)
 
 
 @pytest.fixture(scope="module")
