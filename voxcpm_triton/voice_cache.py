@@ -2,8 +2,8 @@
 
 A voice is registered by a request that carries VOICE_ID together with its audio: a prompt to
 continue (PROMPT_AUDIO with PROMPT_TEXT), a VoxCPM2 reference voice to imitate (REFERENCE_AUDIO, or
-PROMPT_AUDIO alone), or both; later requests send VOICE_ID alone. The cache is bounded: past `capacity` voices the least recently used one is
-dropped, and using it again asks for its audio.
+PROMPT_AUDIO alone), or both; later requests send VOICE_ID alone. The cache is bounded: past
+`capacity` voices the least recently used one is dropped, and using it again asks for its audio.
 
 Triton runs each text_encoder instance in its own process, so the voices live in a folder that all
 instances of one server share: by default on tmpfs, named by the server's PID (`voices_folder`), or

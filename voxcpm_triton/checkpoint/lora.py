@@ -18,7 +18,7 @@ not adapt, half a pair, or a shape that does not fit its layer is a CheckpointEr
 from __future__ import annotations
 
 import json
-from dataclasses import dataclass, fields
+from dataclasses import dataclass, fields, replace
 from pathlib import Path
 
 import torch
@@ -65,7 +65,7 @@ def read_settings(folder: Path, is_v2: bool) -> LoraSettings:
     defaults = LoraSettings(target_proj_modules=_PROJECTIONS + (("fusion_concat_proj",) if is_v2 else ()))
     path = folder / CONFIG_FILE
     if not path.is_file():
-        return LoraSettings(**{**defaults.__dict__, "enable_lm": True, "enable_dit": True})
+        return replace(defaults, enable_lm=True, enable_dit=True)
     try:
         raw = json.loads(path.read_text(encoding="utf-8"))["lora_config"]
     except (OSError, ValueError, KeyError, TypeError) as exc:
@@ -78,8 +78,7 @@ def read_settings(folder: Path, is_v2: bool) -> LoraSettings:
         # A field added by a later VoxCPM could change what the weights mean: refuse, do not guess.
         raise CheckpointError(f"{path}: 'lora_config' has fields this loader does not know: {unknown}; "
                               f"known: {sorted(known)}")
-    values = {**defaults.__dict__, **{k: tuple(v) if isinstance(v, list) else v for k, v in raw.items()}}
-    settings = LoraSettings(**values)
+    settings = replace(defaults, **{k: tuple(v) if isinstance(v, list) else v for k, v in raw.items()})
     if isinstance(settings.r, bool) or not isinstance(settings.r, int) or settings.r < 1 \
             or not isinstance(settings.alpha, (int, float)):
         raise CheckpointError(f"{path}: r must be a positive integer and alpha a number, got r={settings.r!r}, "
