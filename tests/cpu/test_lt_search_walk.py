@@ -97,3 +97,12 @@ def test_configurations_cublaslt_refuses_to_run_are_left_out():
     found = lt_search.walk(None, [START], run, None, None, 0.5)
     assert found and all(config.cluster != 2 for config in found)
     assert found[0] == replace(BEST, cluster=0)  # the fastest that runs; ties go to the lowest fields
+
+
+def test_a_tile_refused_with_the_current_cluster_is_timed_with_the_others(monkeypatch):
+    # As run 64's down projection: the fastest tile runs only with a cluster shape that is slower
+    # (here: refused) for the starting tile, so neither field's move alone can reach it.
+    monkeypatch.setattr(lt_search, "check", lambda plan, algo, device: (algo.tile == 4) == (algo.cluster == 2))
+    found = _walk([START])
+    assert found[0] == BEST
+    assert set(lt_search.reclustered(START)) == {replace(START, cluster=c) for c in lt_search._CLUSTER_IDS} - {START}

@@ -190,6 +190,14 @@ def variants(config: Config, room: Space, field: str) -> list[Config]:
     return [c for c in dict.fromkeys(out) if c != config]
 
 
+def reclustered(config: Config) -> list[Config]:
+    """`config` with each other cluster shape: what the walk times of a tile cuBLASLt refuses with
+    the current one. Run 64's fastest down projection (tile 401, cluster id 2) is refused with the
+    heuristic's cluster id 9, which stays the fastest cluster for the heuristic's own tile, so
+    neither a cluster move nor a tile move alone ever reaches it."""
+    return [replace(config, cluster=c) for c in _CLUSTER_IDS if c != config.cluster]
+
+
 def time_batch(calls: list[Callable[[], None]], repeats: int = CALLS_PER_CONFIG) -> list[float]:
     """Device us per call of each, all queued behind one sleeping kernel long enough for the host
     to queue them, with an event between consecutive candidates."""
@@ -212,7 +220,8 @@ def walk(plan: lt_gemm._Plan, starts: list[lt_gemm._Algo], runner: Callable[[lt_
     walk times within `seconds`. runner(algo) gives a call that runs algo once on the shape's
     operands. From the fastest configuration not walked from yet, the walk goes field by field
     (FIELD_ORDER): it times every valid value of the field and moves to the fastest before the next
-    field, so one pass can change several fields, as the best configurations of run 64 needed."""
+    field, so one pass can change several fields, as the best configurations of run 64 needed. A
+    tile refused with the current cluster shape is tried with every other (`reclustered`)."""
     deadline = time.monotonic() + seconds
     times: dict[Config, float] = {}
     algos: dict[Config, lt_gemm._Algo] = {}
@@ -253,12 +262,14 @@ def walk(plan: lt_gemm._Plan, starts: list[lt_gemm._Algo], runner: Callable[[lt_
         for field in FIELD_ORDER:
             neighbours = variants(current, room, field)
             found = []
-            for config in neighbours:
+            for config in neighbours:  # grows while it is walked: a tile's other cluster shapes
                 if time.monotonic() >= deadline:
                     break
                 if config not in algos:
                     algo = build(config, dtype, device)
                     if algo is None or not check(plan, algo, device):
+                        if field == "tile" and config.cluster == current.cluster:
+                            neighbours += reclustered(config)
                         continue
                     algos[config] = algo
                     found.append(config)
