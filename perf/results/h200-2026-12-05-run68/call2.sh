@@ -31,3 +31,4 @@ echo "triton tests rc=$?"; tail -2 $OUT/gpu_triton_tests.log
 rm -f $OUT/c/plots.png
 sed -n '/^| /p' $OUT/c/summary.md | head -30
 grep -h "ready after\|stream_load\|lt_search\|walk" build/out/campaign/results/logs/*.log | head -5
+cp build/out/lt_cache.json $OUT/served_lt_cache.json
