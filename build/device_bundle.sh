@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # Builds build/out/device/: everything the offline H200 machine needs for perf/gpu_campaign.sh that its
 # image lacks (see ../shared/notes/gpu-machine.md and /work/.library/device/KINDS.md):
-#   wheels/              Python 3.12 manylinux x86_64 wheels, installed --no-deps there
+#   wheels/              Python 3.12 manylinux x86_64 wheels, installed --no-deps there (the two largest
+#                        as .whl.tar.xz: build/wheel_xz.py)
 #   tritonserver.tar.xz  tritonserver 2.51 + Python backend (stub for 3.12) + perf_analyzer and only the
 #                        bundled libraries they load, repacked from nvidia-pytriton 0.7.0 / tritonclient
 # The device run carries one folder (build/out/device) and the whole carried tree must stay <= 64 MiB,
@@ -53,6 +54,11 @@ mkdir -p "$DEST/wheels" "$CACHE"
 # "any" platform alone selects the small one; the big one is only mined for perf_analyzer below.
 download "$DEST/wheels" "${PLATFORMS[@]}" any -- "${WHEELS[@]}"
 download "$DEST/wheels" any -- tritonclient==2.51.0
+# numpy's and grpcio's wheels travel as xz tarballs of their files (~11 MB less); perf/gpu_campaign.sh
+# zips them back into wheels before it installs the folder.
+for wheel in "$DEST"/wheels/numpy-*.whl "$DEST"/wheels/grpcio-*.whl; do
+  "$PY" "$ROOT/build/wheel_xz.py" pack "$wheel" >/dev/null
+done
 download "$CACHE" manylinux_2_35_x86_64 -- nvidia-pytriton==0.7.0
 download "$CACHE" manylinux1_x86_64 -- tritonclient==2.51.0
 

@@ -85,7 +85,13 @@ setup_venv() {
     local site host_site
     site=$("$VENV/bin/python" -c 'import sysconfig; print(sysconfig.get_paths()["purelib"])')
     host_site=$("$HOST_PYTHON" -c 'import os, torch; print(os.path.dirname(os.path.dirname(torch.__file__)))') || return 1
-    "$HOST_PYTHON" -m pip install -q --no-index --no-deps --no-compile --target "$site" "$BUNDLE"/wheels/*.whl || return 1
+    local wheels=$WORK/wheels packed
+    rm -rf "$wheels" && mkdir -p "$wheels" && cp "$BUNDLE"/wheels/*.whl "$wheels"/ || return 1
+    for packed in "$BUNDLE"/wheels/*.whl.tar.xz; do
+        [ -e "$packed" ] || continue
+        "$HOST_PYTHON" "$ROOT/build/wheel_xz.py" unpack "$packed" "$wheels" >/dev/null || return 1
+    done
+    "$HOST_PYTHON" -m pip install -q --no-index --no-deps --no-compile --target "$site" "$wheels"/*.whl || return 1
     printf '%s\n' "$host_site" >"$site/zz_host_site.pth"
     printf '%s\n' "$ROOT" >"$site/voxcpm_triton_repo.pth"
     # Python's tarfile, not tar -J: the image may lack the xz program; filter "tar" keeps modes and links.
