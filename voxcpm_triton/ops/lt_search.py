@@ -193,8 +193,8 @@ def variants(config: Config, room: Space, field: str) -> list[Config]:
 def reclustered(config: Config) -> list[Config]:
     """`config` with each other cluster shape: what the walk times of a tile cuBLASLt refuses with
     the current one. Run 64's fastest down projection (tile 401, cluster id 2) is refused with the
-    heuristic's cluster id 9, which stays the fastest cluster for the heuristic's own tile, so
-    neither a cluster move nor a tile move alone ever reaches it."""
+    heuristic's cluster id 9, which stays the fastest cluster for the heuristic's own tile: from
+    the heuristic's pick, neither a cluster move nor a tile move alone reaches it."""
     return [replace(config, cluster=c) for c in _CLUSTER_IDS if c != config.cluster]
 
 
