@@ -49,7 +49,7 @@ def compare(rows: int, k: int, n: int, adds: bool, budget_s: float) -> str:
     start = time.monotonic()
     found = lt_search.walk(plan, heuristic, runner, x.dtype, x.device, budget_s)
     walked_s = time.monotonic() - start
-    key = (*lt_gemm._key(x, w, None), "add") if adds else lt_gemm._key(x, w, None)
+    key = lt_gemm._add_key(x, w) if adds else lt_gemm._key(x, w, None)
     # A no-op without --cache: lt_cache.path() is then None.
     lt_cache.record(x.device, key, lt_cache.Entry(budget_s, tuple(map(lt_search.decode, found))))
     torch_us = lt_gemm.time_call((lambda: out.add_(F.linear(x, w))) if adds else (lambda: F.linear(x, w))) * 1e3

@@ -177,6 +177,11 @@ def _key(x: torch.Tensor, weight: torch.Tensor, bias: torch.Tensor | None) -> tu
     return (x.device.index, x.shape[0], weight.shape[0], x.shape[1], x.dtype, bias is not None)
 
 
+def _add_key(x: torch.Tensor, weight: torch.Tensor) -> tuple:
+    """linear_add_'s plan key: its choices (beta = 1) are timed apart from linear's."""
+    return (*_key(x, weight, None), "add")
+
+
 def takes(x: torch.Tensor, weight: torch.Tensor, bias: torch.Tensor | None) -> bool:
     """Whether `linear` may put x [m, k] @ weight^T on cuBLASLt at all. The heuristic is asked
     once per shape and assumes fully aligned operands, so views at an offset stay on F.linear."""
@@ -358,7 +363,7 @@ def linear_add_(x: torch.Tensor, weight: torch.Tensor, out: torch.Tensor, scale:
     if not (takes(x, weight, None) and out.shape == (x.shape[0], weight.shape[0]) and out.dtype == x.dtype
             and out.is_contiguous() and out.data_ptr() % ALIGNMENT == 0):
         return False
-    plan = _chosen((*_key(x, weight, None), "add"), lambda: _tune_add(x, weight, out, scale))
+    plan = _chosen(_add_key(x, weight), lambda: _tune_add(x, weight, out, scale))
     if plan is None:
         return False
     _run(plan, plan.algo, x, weight, None, out, scale, 1.0)
@@ -371,7 +376,7 @@ def _tune_add(x: torch.Tensor, weight: torch.Tensor, out: torch.Tensor, scale: f
     expected = (out.float() + scale * F.linear(x, weight).float()).to(out.dtype)
     scratch = out.clone()
     algos = _searched(plan, algos, lambda algo: functools.partial(_accumulate, plan, algo, x, weight, scratch, scale),
-                      x, (*_key(x, weight, None), "add"))
+                      x, _add_key(x, weight))
 
     def accumulating() -> Iterable[tuple[_Algo, Callable[[], torch.Tensor]]]:
         for algo in algos:  # one scratch copy at a time: its first call must start from out
