@@ -36,7 +36,18 @@ def _decode(algo: lt_gemm._Algo) -> Config:
 def cache_file(tmp_path, monkeypatch):
     file = tmp_path / "tuning" / "lt.json"
     monkeypatch.setenv("VOXCPM_LT_CACHE", str(file))
+    monkeypatch.setenv("VOXCPM_LT_CACHE_SEED", "")  # tests that want a seed write their own
     monkeypatch.setattr(lt_cache, "section", lambda device: "H200 sm90 cuBLASLt 130100")
+    return file
+
+
+@pytest.fixture
+def seed_file(tmp_path, monkeypatch):
+    """A seed holding KEY's entry from a 30 s search."""
+    file = tmp_path / "seed.json"
+    file.write_text(json.dumps({"H200 sm90 cuBLASLt 130100": {"1408x1024x4096 bfloat16 add": {
+        "seconds": 30.0, "configs": [list(astuple(config)) for config in FOUND[1:]]}}}))
+    monkeypatch.setenv("VOXCPM_LT_CACHE_SEED", str(file))
     return file
 
 
@@ -59,6 +70,37 @@ def test_no_variable_no_file(cache_file, monkeypatch):
     lt_cache.record(torch.device("cpu"), KEY, lt_cache.Entry(0.5, FOUND))
     assert lt_cache.lookup(torch.device("cpu"), KEY) is None
     assert not cache_file.parent.exists()
+
+
+def test_the_seed_serves_a_shape_until_the_file_has_a_longer_walk(cache_file, seed_file, monkeypatch):
+    from_seed = lt_cache.Entry(30.0, FOUND[1:])
+    assert lt_cache.lookup(torch.device("cpu"), KEY) == from_seed
+    lt_cache.record(torch.device("cpu"), KEY, lt_cache.Entry(0.5, FOUND))
+    assert lt_cache.lookup(torch.device("cpu"), KEY) == from_seed
+    lt_cache.record(torch.device("cpu"), KEY, lt_cache.Entry(60.0, FOUND))
+    assert lt_cache.lookup(torch.device("cpu"), KEY) == lt_cache.Entry(60.0, FOUND)
+    assert "60.0" not in seed_file.read_text()  # the seed is never written
+    monkeypatch.setenv("VOXCPM_LT_CACHE", "")  # no cache file: the seed alone
+    assert lt_cache.lookup(torch.device("cpu"), KEY) == from_seed
+    monkeypatch.setattr(lt_cache, "section", lambda device: "L40S sm89 cuBLASLt 130100")
+    assert lt_cache.lookup(torch.device("cpu"), KEY) is None
+
+
+def test_the_shipped_seed_parses_and_holds_the_searched_down_projection(monkeypatch):
+    monkeypatch.delenv("VOXCPM_LT_CACHE_SEED")
+    assert lt_cache.seed_path() == lt_cache.SEED
+    data = json.loads(lt_cache.SEED.read_text())
+    for section, shapes in data.items():
+        for shape in shapes:
+            entry = lt_cache._entry(lt_cache.SEED, section, shape)
+            assert entry is not None and entry.seconds > 0 and entry.configs, (section, shape)
+            m, n, k = shape.split(" ")[0].split("x")
+            add = ["add"] if shape.endswith(" add") else []
+            key = (0, int(m), int(n), int(k), torch.bfloat16, shape.endswith(" bias"), *add)
+            assert lt_cache.shape_name(key) == shape  # the engine would look it up under this name
+    monkeypatch.setattr(lt_cache, "section", lambda device: "NVIDIA H200 sm90 cuBLASLt 130100")
+    entry = lt_cache.lookup(torch.device("cpu"), KEY)
+    assert entry.seconds >= 30 and Config(66, 401, 1, 0, 0, 5, 35, 0, 2) in entry.configs  # run 64's 17.5 us
 
 
 def test_an_unreadable_file_is_ignored_then_replaced(cache_file):
@@ -147,6 +189,11 @@ def test_a_longer_walk_than_the_entry_had_walks_again_from_its_configurations(cu
     monkeypatch.setenv("VOXCPM_LT_SEARCH_S", "0.5")  # a shorter ask is served by the longer walk
     cublaslt.searched()
     assert len(cublaslt.walks) == 2
+
+
+def test_a_seeded_shape_is_not_walked(cublaslt, seed_file, cache_file):
+    assert cublaslt.searched() == [HEURISTIC, *FOUND[1:]]
+    assert not cublaslt.walks and not cache_file.exists()
 
 
 def test_configurations_cublaslt_no_longer_accepts_are_dropped(cublaslt):

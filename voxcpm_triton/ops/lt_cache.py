@@ -12,6 +12,14 @@ What the file holds is only ever a candidate list: lt_gemm rebuilds each configu
 must still accept it for the shape) and times it against the heuristic's picks and F.linear,
 checking its output, as it does a walk's finalists. So a stale or edited file can cost speed,
 never a wrong product, and an unreadable one is overwritten.
+
+Beside it, read-only, lt_cache_seed.json (VOXCPM_LT_CACHE_SEED names another; empty: none) holds
+what walks and searches found on the H200 with cuBLASLt 130100 (perf/RESULTS.md run 69): the
+served shapes' 0.5 s walks and the in-process 64-stream shapes' 3 s walks of run 68, and run 64's
+30 s searches for the LocDiT's projections at 1408 rows (15 s at 5632). A shape takes whichever of
+the two files' entries had the longer walk, so a first start on that GPU and library walks only
+the shapes the seed lacks, and at 64 streams it gets the down projection that a 0.5 s walk misses
+(19.7 -> 17.5 us, ~1% of the step). Its sections name the GPU and library, so elsewhere it is inert.
 """
 
 from __future__ import annotations
@@ -31,6 +39,8 @@ from voxcpm_triton.ops.lt_search import Config
 
 
 ENV = "VOXCPM_LT_CACHE"
+SEED_ENV = "VOXCPM_LT_CACHE_SEED"
+SEED = Path(__file__).with_name("lt_cache_seed.json")
 
 
 @dataclass(frozen=True)
@@ -43,6 +53,14 @@ class Entry:
 def path() -> Path | None:
     """The cache file, or None where VOXCPM_LT_CACHE is unset or empty (no cache)."""
     value = os.environ.get(ENV, "")
+    return Path(value) if value else None
+
+
+def seed_path() -> Path | None:
+    """The read-only seed file: VOXCPM_LT_CACHE_SEED where set (empty: none), else SEED."""
+    value = os.environ.get(SEED_ENV)
+    if value is None:
+        return SEED
     return Path(value) if value else None
 
 
@@ -70,11 +88,17 @@ def _read(file: Path) -> dict:
 
 
 def lookup(device: torch.device, key: tuple) -> Entry | None:
-    """The shape's entry in the cache file, if there is one it can parse."""
-    file = path()
+    """The shape's entry in the cache file or the seed, whichever had the longer walk (the cache
+    file's on a tie), among those it can parse."""
+    entries = [entry for entry in (_entry(file, section(device), shape_name(key)) for file in (path(), seed_path()))
+               if entry is not None]
+    return max(entries, key=lambda entry: entry.seconds) if entries else None
+
+
+def _entry(file: Path | None, section_name: str, shape: str) -> Entry | None:
     if file is None:
         return None
-    raw = _read(file).get(section(device), {}).get(shape_name(key))
+    raw = _read(file).get(section_name, {}).get(shape)
     try:
         return Entry(float(raw["seconds"]), tuple(Config(*map(int, config)) for config in raw["configs"]))
     except (TypeError, KeyError, ValueError):
