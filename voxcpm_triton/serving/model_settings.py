@@ -24,6 +24,7 @@ from voxcpm_triton.voice_cache import voices_folder
 CHECKPOINT_ENV = "VOXCPM_CHECKPOINT"
 LORA_ENV = "VOXCPM_LORA"
 VOICE_FOLDER_ENV = "VOXCPM_VOICE_FOLDER"
+MPS_PRIORITY_ENV = "VOXCPM_DECODER_MPS_PRIORITY"
 DTYPES = {"float32": torch.float32, "bfloat16": torch.bfloat16, "float16": torch.float16}
 
 
@@ -82,6 +83,20 @@ def apply_lt_cache(parameters: dict[str, str], model_folder: str) -> None:
     if lt_cache.ENV in os.environ or not setting:
         return
     os.environ[lt_cache.ENV] = str(_in_repository(setting, model_folder).resolve())
+
+
+def apply_mps_priority(parameters: dict[str, str]) -> None:
+    """Under CUDA MPS, the scheduling priority of this process's kernels against the other models'
+    (the driver's CUDA_MPS_CLIENT_PRIORITY: "0" normal, "1" below normal), read by the driver when
+    the process first touches the GPU: VOXCPM_DECODER_MPS_PRIORITY when set, else the `mps_priority`
+    parameter; empty leaves what the process inherited. Below normal lets a vocoder window that is
+    due run ahead of the decoder's queued step instead of behind it."""
+    value = os.environ.get(MPS_PRIORITY_ENV, parameters.get("mps_priority", ""))
+    if not value:
+        return
+    if value not in ("0", "1"):
+        raise ValueError(f"mps_priority={value!r} (or {MPS_PRIORITY_ENV}); allowed: '', '0', '1'")
+    os.environ["CUDA_MPS_CLIENT_PRIORITY"] = value
 
 
 def instance_device(args: dict) -> str:

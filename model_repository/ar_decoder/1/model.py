@@ -100,6 +100,7 @@ class TritonPythonModel:
             raise pb_utils.TritonModelException("ar_decoder streams many responses per request: set decoupled: true")
         parameters = model_settings.string_parameters(model_config)
         model_settings.apply_torch_threads(parameters)
+        model_settings.apply_mps_priority(parameters)
         model_settings.apply_lt_cache(parameters, args["model_repository"])
         folder = model_settings.checkpoint_folder(parameters, args["model_repository"])
         device = model_settings.instance_device(args)
