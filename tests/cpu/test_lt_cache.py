@@ -92,7 +92,7 @@ def test_the_shipped_seed_parses_and_holds_the_searched_down_projection(monkeypa
     data = json.loads(lt_cache.SEED.read_text())
     for section, shapes in data.items():
         for shape in shapes:
-            entry = lt_cache._entry(lt_cache.SEED, section, shape)
+            entry = lt_cache.parse(data, section, shape)
             assert entry is not None and entry.seconds > 0 and entry.configs, (section, shape)
             m, n, k = shape.split(" ")[0].split("x")
             add = ["add"] if shape.endswith(" add") else []

@@ -25,6 +25,7 @@ the shapes the seed lacks, and at 64 streams it gets the down projection that a 
 from __future__ import annotations
 
 import fcntl
+import functools
 import json
 import os
 import tempfile
@@ -90,15 +91,22 @@ def _read(file: Path) -> dict:
 def lookup(device: torch.device, key: tuple) -> Entry | None:
     """The shape's entry in the cache file or the seed, whichever had the longer walk (the cache
     file's on a tie), among those it can parse."""
-    entries = [entry for entry in (_entry(file, section(device), shape_name(key)) for file in (path(), seed_path()))
+    file, seed = path(), seed_path()
+    # The cache file is read afresh each time (other processes write it); the seed never changes.
+    sources = (_read(file) if file else {}, _read_seed(seed) if seed else {})
+    entries = [entry for entry in (parse(data, section(device), shape_name(key)) for data in sources)
                if entry is not None]
     return max(entries, key=lambda entry: entry.seconds) if entries else None
 
 
-def _entry(file: Path | None, section_name: str, shape: str) -> Entry | None:
-    if file is None:
-        return None
-    raw = _read(file).get(section_name, {}).get(shape)
+@functools.cache
+def _read_seed(file: Path) -> dict:
+    return _read(file)
+
+
+def parse(data: dict, section_name: str, shape: str) -> Entry | None:
+    """The entry under section_name and shape in a file's parsed JSON, or None."""
+    raw = data.get(section_name, {}).get(shape)
     try:
         return Entry(float(raw["seconds"]), tuple(Config(*map(int, config)) for config in raw["configs"]))
     except (TypeError, KeyError, ValueError):
