@@ -21,7 +21,7 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
     parser.add_argument("-o", "--output", default="out.wav", help="WAV file to write (default out.wav)")
     parser.add_argument("--url", default="127.0.0.1:8001", help="tritonserver gRPC address")
     parser.add_argument("--prompt-wav", help="voice recording to continue with --prompt-text, or without it (VoxCPM2) "
-                        "to imitate (any rate soundfile reads; mono or first channel)")
+                        "to imitate (any rate soundfile reads; channels are averaged)")
     parser.add_argument("--prompt-text", help="transcript of --prompt-wav (continuation mode)")
     parser.add_argument("--reference-wav", help="VoxCPM2: voice recording to imitate, alone or beside --prompt-wav and "
                         "--prompt-text")
@@ -39,11 +39,12 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
 
 
 def _read_wav(path: str | None) -> tuple[np.ndarray | None, int | None]:
-    """(first channel as float32, its rate), or (None, None) without a path."""
+    """(its channels' mean as float32, its rate), or (None, None) without a path. VoxCPM mixes a
+    recording down the same way, as does the in-process api."""
     if not path:
         return None, None
     audio, rate = soundfile.read(path, dtype="float32", always_2d=True)
-    return audio[:, 0], rate
+    return audio.mean(axis=1), rate
 
 
 def _progress(stats: StreamStats) -> str:

@@ -7,6 +7,7 @@ import numpy as np
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[2]))
 
+from client.__main__ import _read_wav  # noqa: E402
 from client.streaming import StreamStats, build_inputs  # noqa: E402
 
 
@@ -34,3 +35,14 @@ def test_rtf_excludes_the_first_chunk_wait():
     assert stats.audio_s == 2.0
     assert stats.rtf == 1.0 and stats.wall_rtf == 1.25
     assert StreamStats().rtf is None
+
+
+def test_a_stereo_recording_is_mixed_down_as_voxcpm_does(tmp_path):
+    import soundfile
+
+    left, right = np.full(480, 0.5, np.float32), np.full(480, -0.25, np.float32)
+    soundfile.write(tmp_path / "stereo.wav", np.stack((left, right), axis=1), 16000, subtype="FLOAT")
+    audio, rate = _read_wav(str(tmp_path / "stereo.wav"))
+    assert rate == 16000 and audio.shape == (480,)
+    np.testing.assert_allclose(audio, 0.125)
+    assert _read_wav(None) == (None, None)
