@@ -94,8 +94,8 @@ def lookup(device: torch.device, key: tuple) -> Entry | None:
     file, seed = path(), seed_path()
     # The cache file is read afresh each time (other processes write it); the seed never changes.
     sources = (_read(file) if file else {}, _read_seed(seed) if seed else {})
-    entries = [entry for entry in (parse(data, section(device), shape_name(key)) for data in sources)
-               if entry is not None]
+    section_name, shape = section(device), shape_name(key)
+    entries = [entry for entry in (parse(data, section_name, shape) for data in sources) if entry is not None]
     return max(entries, key=lambda entry: entry.seconds) if entries else None
 
 
