@@ -1,7 +1,7 @@
 # Run 70, device call 2: the down projection's tile landscape (tile_landscape.py); the walk with
 # recustomised tiles at 0.5 s and 3 s for the LocDiT's projections at 1408 rows; a 64-stream start
-# without the seed (as on a GPU the seed does not cover) on that walk; the opt-in FP8 LocDiT beside
-# bf16 at 256 and 512 streams.
+# without the seed (as on a GPU the seed does not cover) on that walk; the step at 60 cached tokens;
+# the opt-in FP8 LocDiT beside bf16 at 256 and 512 streams.
 # carry: ["build/out/session"] (lib.so.xz: main's library for sm_90, kernels unchanged since; commit).
 set -u
 P=/opt/torch/.venv/bin/python3
@@ -20,6 +20,11 @@ s=$(date +%s)
 VOXCPM_LT_CACHE_SEED= VOXCPM_LT_CACHE= timeout 150 $P perf/profile_step.py --out /tmp/r70/noseed --batches 64 \
   --modes graph_ops --profile-batches 64 > /tmp/r70/noseed.log 2>&1
 echo "noseed rc=$? wall $(( $(date +%s) - s )) s"; grep -A3 "^| mode" /tmp/r70/noseed.log | tail -1
+# How much of the 64-stream step is the 300 cached tokens every profile so far has used: a 30-token
+# text generating a fixed 50 patches holds ~57 on average.
+timeout 90 $P perf/profile_step.py --out /tmp/r70/ctx60 --batches 1,64 --context 60 --modes graph_ops \
+  --profile-batches= > /tmp/r70/ctx60.log 2>&1
+echo "ctx60 rc=$? at $(( $(date +%s) - T0 )) s"; grep -A4 "^| mode" /tmp/r70/ctx60.log | tail -n +3
 left=$(( 560 - ($(date +%s) - T0) ))
 [ $left -gt 60 ] && timeout $left $P perf/profile_step.py --out /tmp/r70/fp8big --batches 256,512 \
   --modes graph_ops,graph_ops_fp8 --profile-batches= > /tmp/r70/fp8big.log 2>&1
