@@ -106,26 +106,3 @@ def test_a_tile_refused_with_the_current_cluster_is_timed_with_the_others(monkey
     found = _walk([START])
     assert found[0] == BEST
     assert set(lt_search.reclustered(START)) == {replace(START, cluster=c) for c in lt_search._CLUSTER_IDS} - {START}
-
-
-def test_a_tile_is_timed_with_every_custom_option_before_the_walk_moves_on(monkeypatch):
-    # A custom option means something different to each tile: tile 4 is the fastest only with
-    # custom 2, and slower than the start with the custom 1 the walk moves to first. Each timed
-    # configuration costs 1 ms of a 60 ms budget, so the walk cannot afford to walk from the slow
-    # tile-4 configurations one by one, as the walk before recustomised did.
-    def cost(config: Config) -> float:
-        if config.tile == 4:
-            return 15.0 if config.custom == 2 else 21.0
-        return 18.0 if (config.tile, config.custom) == (1, 1) else 20.0
-
-    clock = [0.0]
-    monkeypatch.setattr(lt_search.time, "monotonic", lambda: clock[0])
-
-    def timed(calls):
-        clock[0] += 1e-3 * len(calls)
-        return [call() for call in calls]
-
-    monkeypatch.setattr(lt_search, "time_batch", timed)
-    found = lt_search.walk(None, [START], lambda config: (lambda: cost(config)), None, None, 0.06)
-    assert (found[0].tile, found[0].custom) == (4, 2)
-    assert set(lt_search.recustomised(START, ROOM)) == {replace(START, custom=c) for c in (1, 2, 3)}

@@ -206,25 +206,21 @@ class Attention(nn.Module):
         qkv = ops.normed_linear(x.view(batch * length, hidden), self.qkv_weight, norm.weight, norm.eps)
         return self._attend_and_add_(qkv, batch, length, tables, residual, scale, rows)
 
-    def folded_qkv_projection(self, x: torch.Tensor) -> torch.Tensor:
-        """The qkv GEMM of normed_short_attention for many rows with the norm's weight folded into
-        folded_qkv: it reads x [B, T, hidden] itself, and the norm's row statistic is applied where
-        the output is consumed (folded_attend_and_add_)."""
-        return ops.linear(x.view(-1, x.shape[-1]), self.folded_qkv)
-
-    def folded_attend_and_add_(self, qkv: torch.Tensor, shape: torch.Size, row_scale: torch.Tensor,
-                               tables: ShortAttentionOp, residual: torch.Tensor, scale: float,
-                               rows: slice | None) -> torch.Tensor:
-        """The rest of it: short_attention applies the statistic (row_scale, [B, T]) as it loads q, k
-        and v; the add runs in o_proj's epilogue where cuBLASLt has an algorithm for it. shape: x's."""
-        batch, length, _ = shape
+    def folded_short_attention(self, x: torch.Tensor, row_scale: torch.Tensor, tables: ShortAttentionOp,
+                               residual: torch.Tensor, scale: float, rows: slice | None) -> torch.Tensor:
+        """normed_short_attention for many rows with the norm's weight folded into folded_qkv: the
+        GEMM reads x itself and short_attention applies the norm's row statistic (row_scale, [B, T])
+        as it loads q, k and v; the add runs in o_proj's epilogue where cuBLASLt has an algorithm
+        for it."""
+        batch, length, hidden = x.shape
+        qkv = ops.linear(x.view(batch * length, hidden), self.folded_qkv)
         return self._attend_and_add_(qkv, batch, length, tables, residual, scale, rows, row_scale.view(batch * length))
 
     def _attend_and_add_(self, qkv: torch.Tensor, batch: int, length: int, tables: ShortAttentionOp,
                          residual: torch.Tensor, scale: float, rows: slice | None,
                          row_scale: torch.Tensor | None = None) -> torch.Tensor:
         """residual += scale * o_proj(short_attention(qkv)) for the query positions `rows` (all when
-        None), the add inside o_proj's GEMM; the tail of normed_short_attention and folded_attend_and_add_."""
+        None), the add inside o_proj's GEMM; the tail of normed_ and folded_short_attention."""
         out = ops.short_attention(qkv, length, self.num_heads, self.num_kv_heads, tables.cos, tables.sin,
                                   row_scale=row_scale)
         out = out.view(batch, length, self.num_heads * self.head_dim)

@@ -18,7 +18,6 @@ from voxcpm_triton.model.attention import Attention, DecodeSlots, RopeOp, ShortA
 from voxcpm_triton.model.mlp import MLP
 from voxcpm_triton.model.rms_norm import RMSNorm
 from voxcpm_triton.model.rope import LongRoPE
-from voxcpm_triton.model.side_stream import Beside
 from voxcpm_triton.ops.short_attention import KERNEL_HEAD_DIMS as SHORT_ATTENTION_HEAD_DIMS
 from voxcpm_triton.ops.short_attention import MAX_SEQ_LEN as SHORT_ATTENTION_MAX_LEN
 
@@ -84,12 +83,8 @@ class DecoderLayer(nn.Module):
         (fast_path.enable_folded_norms): no normed rows are written, only each norm's [rows] float32
         statistic (ops.row_scale), which the consumers of the two GEMMs apply."""
         residual = x if rows is None else x[:, rows].contiguous()
-        statistic = Beside(x)
-        with statistic:  # beside the qkv GEMM, which reads x alone too
-            row_scale = ops.row_scale(x, self.input_layernorm.eps)
-        qkv = self.self_attn.folded_qkv_projection(x)
-        statistic.join()
-        self.self_attn.folded_attend_and_add_(qkv, x.shape, row_scale, tables, residual, self.residual_scale, rows)
+        row_scale = ops.row_scale(x, self.input_layernorm.eps)
+        self.self_attn.folded_short_attention(x, row_scale, tables, residual, self.residual_scale, rows)
         return self.mlp.add_folded_(residual, self.post_attention_layernorm, self.residual_scale)
 
     def normed_decode(self, x: torch.Tensor, rope_tables: tuple[torch.Tensor, torch.Tensor] | None,

@@ -198,15 +198,6 @@ def reclustered(config: Config) -> list[Config]:
     return [replace(config, cluster=c) for c in _CLUSTER_IDS if c != config.cluster]
 
 
-def recustomised(config: Config, room: Space) -> list[Config]:
-    """`config` with each other custom option: what the walk times of a tile it has just found
-    cuBLASLt accepting. A custom option means something different to each tile (run 70: run 64's
-    down projection is fastest as tile 401 with custom 5; the walk held custom 6, which suits the
-    heuristic's tile), so a tile timed only at the option the walk holds can look slow and never be
-    walked from."""
-    return [replace(config, custom=c) for c in range(room.custom_max + 1) if c != config.custom]
-
-
 def time_batch(calls: list[Callable[[], None]], repeats: int = CALLS_PER_CONFIG) -> list[float]:
     """Device us per call of each, all queued behind one sleeping kernel long enough for the host
     to queue them, with an event between consecutive candidates."""
@@ -230,8 +221,7 @@ def walk(plan: lt_gemm._Plan, starts: list[lt_gemm._Algo], runner: Callable[[lt_
     operands. From the fastest configuration not walked from yet, the walk goes field by field
     (FIELD_ORDER): it times every valid value of the field and moves to the fastest before the next
     field, so one pass can change several fields, as the best configurations of run 64 needed. A
-    tile refused with the current cluster shape is tried with every other (`reclustered`), and a
-    tile cuBLASLt accepts is timed with every custom option (`recustomised`)."""
+    tile refused with the current cluster shape is tried with every other (`reclustered`)."""
     deadline = time.monotonic() + seconds
     times: dict[Config, float] = {}
     algos: dict[Config, lt_gemm._Algo] = {}
@@ -278,13 +268,11 @@ def walk(plan: lt_gemm._Plan, starts: list[lt_gemm._Algo], runner: Callable[[lt_
                 if config not in algos:
                     algo = build(config, dtype, device)
                     if algo is None or not check(plan, algo, device):
-                        if field == "tile" and (config.cluster, config.custom) == (current.cluster, current.custom):
+                        if field == "tile" and config.cluster == current.cluster:
                             neighbours += reclustered(config)
                         continue
                     algos[config] = algo
                     found.append(config)
-                if field == "tile" and config.custom == current.custom:
-                    neighbours += recustomised(config, room)
             measure(found)
             current = min((c for c in [current, *neighbours] if c in times), key=times.get)
     global _spent_s

@@ -2,9 +2,12 @@
 # beside the qkv GEMM (side_stream.Beside), and an A/B of that against the statistic before the GEMM
 # at 64 streams; the down projection's tile landscape (tile_landscape.py); the walk before and with
 # recustomised tiles at 0.5 s and 3 s for the LocDiT's projections at 1408 rows; the step at 60
-# cached tokens; the opt-in FP8 LocDiT beside bf16 at 256 and 512 streams; a 64-stream start without
-# the seed.
+# cached tokens; the opt-in FP8 LocDiT beside bf16 at 256 and 512 streams.
 # carry: ["build/out/session"] (lib.so.xz: main's library for sm_90, kernels unchanged since; commit).
+# Prepared, not run (run 70: the tool stopped lending machines). First, on the CPU machine, from the
+# repository root: git apply perf/results/gpu-2026-12-05-run70/prepared/{walk_recustomised,row_scale_beside}.patch
+# (the "before"/"serial" trees below are main as the patches found it: lt_search_before.py,
+# minicpm_before.py, attention_before.py), then run this script from the root.
 set -u
 P=/opt/torch/.venv/bin/python3
 R=perf/results/gpu-2026-12-05-run70
