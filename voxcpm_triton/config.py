@@ -196,10 +196,6 @@ class ModelConfig:
         return int(self.audio_vae["sample_rate"])
 
     @property
-    def encode_samples_per_patch(self) -> int:
-        return self.patch_size * math.prod(self.audio_vae["encoder_rates"])
-
-    @property
     def samples_per_patch(self) -> int:
         """Output samples per latent patch (the decoder's upsampling times the patch size)."""
         return self.patch_size * math.prod(self.audio_vae["decoder_rates"])
