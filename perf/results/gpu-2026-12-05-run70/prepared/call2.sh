@@ -9,15 +9,9 @@
 # (the "before"/"serial" trees below are main as the patches found it: lt_search_before.py,
 # minicpm_before.py, attention_before.py), then run this script from the root.
 set -u
-P=/opt/torch/.venv/bin/python3
+source perf/device_call_env.sh
 R=perf/results/gpu-2026-12-05-run70
-mkdir -p build/out/lib /tmp/r70
-$P -c "import lzma,sys; open(sys.argv[2],'wb').write(lzma.open(sys.argv[1]).read())" build/out/session/lib.so.xz build/out/lib/libvoxcpm_kernels.so
-export PYTHONPATH=$PWD VOXCPM_KERNELS_LIB=$PWD/build/out/lib/libvoxcpm_kernels.so PYTHONUNBUFFERED=1
-nvidia-smi --query-gpu=name --format=csv,noheader
-T0=$(date +%s)
-at() { echo "$1 rc=$2 at $(( $(date +%s) - T0 )) s"; }
-left() { echo $(( $1 - ($(date +%s) - T0) )); }
+mkdir -p /tmp/r70
 timeout 150 $P -m pytest -q -p no:cacheprovider -m gpu tests/gpu/test_folded_norms_gpu.py tests/gpu/test_engine_gpu.py \
   tests/gpu/test_graph_runner.py > /tmp/r70/beside_tests.log 2>&1; at "beside tests" $?; tail -1 /tmp/r70/beside_tests.log
 # Trees: "before" has run 70's first lt_search.py, "serial" the statistic queued before the GEMM.

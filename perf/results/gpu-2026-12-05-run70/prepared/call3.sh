@@ -7,12 +7,10 @@
 # a step at 64 streams, run 70 call 1). Needs no patch.
 # carry: ["build/out/session", "build/out/device"] (session: lib.so.xz, main's library, sm_90; commit).
 set -u
-P=/opt/torch/.venv/bin/python3
-mkdir -p build/out/lib
-$P -c "import lzma,sys; open(sys.argv[2],'wb').write(lzma.open(sys.argv[1]).read())" build/out/session/lib.so.xz build/out/lib/libvoxcpm_kernels.so
+source perf/device_call_env.sh
+unset PYTHONPATH VOXCPM_KERNELS_LIB  # the campaign sets up its own venv and library path
 rm -f build/out/lt_cache.json
-export VOXCPM_GIT_COMMIT=$(cat build/out/session/commit) PYTHONUNBUFFERED=1 VOXCPM_MPS=1
-T0=$(date +%s)
+export VOXCPM_MPS=1
 OUT=$OUT/setup bash perf/gpu_campaign.sh setup > /dev/null 2>&1; echo "setup rc=$? at $(( $(date +%s) - T0 )) s"
 for v in off on; do
   if [ $v = on ]; then export VOXCPM_LAUNCH_AHEAD=1; else unset VOXCPM_LAUNCH_AHEAD; fi
