@@ -5,19 +5,21 @@
 # cached tokens; the opt-in FP8 LocDiT beside bf16 at 256 and 512 streams.
 # carry: ["build/out/session"] (lib.so.xz: main's library for sm_90, kernels unchanged since; commit).
 # Prepared, not run (run 70: the tool stopped lending machines). First, on the CPU machine, from the
-# repository root: git apply perf/results/gpu-2026-12-05-run70/prepared/{walk_recustomised,row_scale_beside}.patch
-# (the "before"/"serial" trees below are main as the patches found it: lt_search_before.py,
-# minicpm_before.py, attention_before.py), then run this script from the root.
+# repository root, keep main's copies of the files the patches change (the "before" and "serial"
+# trees below), then apply the patches:
+#   mkdir -p build/out/session/before && for f in voxcpm_triton/ops/lt_search.py \
+#     voxcpm_triton/model/minicpm.py voxcpm_triton/model/attention.py; do cp $f build/out/session/before/; done
+#   git apply perf/results/gpu-2026-12-05-run70/prepared/{walk_recustomised,row_scale_beside}.patch
 set -u
 source perf/device_call_env.sh
 R=perf/results/gpu-2026-12-05-run70
 mkdir -p /tmp/r70
 timeout 150 $P -m pytest -q -p no:cacheprovider -m gpu tests/gpu/test_folded_norms_gpu.py tests/gpu/test_engine_gpu.py \
   tests/gpu/test_graph_runner.py > /tmp/r70/beside_tests.log 2>&1; at "beside tests" $?; tail -1 /tmp/r70/beside_tests.log
-# Trees: "before" has run 70's first lt_search.py, "serial" the statistic queued before the GEMM.
+# Trees: "before" has main's lt_search.py (the walk without recustomised), "serial" main's statistic before the GEMM.
 for t in before serial; do mkdir -p /tmp/$t && cp -r voxcpm_triton perf /tmp/$t/; done
-cp $R/lt_search_before.py /tmp/before/voxcpm_triton/ops/lt_search.py
-cp $R/minicpm_before.py /tmp/serial/voxcpm_triton/model/minicpm.py; cp $R/attention_before.py /tmp/serial/voxcpm_triton/model/attention.py
+B=build/out/session/before
+cp $B/lt_search.py /tmp/before/voxcpm_triton/ops/; cp $B/minicpm.py $B/attention.py /tmp/serial/voxcpm_triton/model/
 timeout $(left 330) $P perf/ab_step.py --out /tmp/r70/ab --variant serial@/tmp/serial=VOXCPM_KERNELS_LIB=$VOXCPM_KERNELS_LIB,VOXCPM_LT_CACHE=/tmp/ab_lt.json \
   --variant beside=VOXCPM_LT_CACHE=/tmp/ab_lt.json --batches 64 --repeats 3 > /tmp/r70/ab.log 2>&1; at ab $?; cat /tmp/r70/ab/ab_step.md 2>/dev/null | tail -4
 timeout 90 $P $R/tile_landscape.py /tmp/r70/landscape.md > /tmp/r70/landscape.log 2>&1; at landscape $?; head -4 /tmp/r70/landscape.md
