@@ -86,13 +86,14 @@ fi
 # server's PID (this shell's PID, which exec hands to tritonserver), so remove those of dead PIDs.
 # The ar_decoder's back-pressure counters and cancel board (voxcpm-backlog-<pid>, voxcpm-cancel-<pid>),
 # the vocoder's decoded-window board (voxcpm-acks-<pid>) and the text_encoder's voices
-# (voxcpm-voices-<pid>) carry the server's PID too.
+# (voxcpm-voices-<pid>) carry the server's PID too, as do their holders' claims beside them
+# (<name>.<suffix>, voxcpm_triton/serving/shared_map.py), which a clean stop removes with them.
 for region in /dev/shm/voxcpm_*_* /dev/shm/voxcpm-backlog-* /dev/shm/voxcpm-cancel-* /dev/shm/voxcpm-acks-* \
               /dev/shm/voxcpm-voices-*; do
     [ -e "$region" ] || continue
     case "$region" in
         /dev/shm/voxcpm_*) pid="${region#/dev/shm/voxcpm_}"; pid="${pid%%_*}" ;;
-        *) pid="${region##*-}" ;;
+        *) pid="${region##*-}"; pid="${pid%%.*}" ;;
     esac
     case "$pid" in '' | *[!0-9]*) continue ;; esac
     kill -0 "$pid" 2>/dev/null || rm -rf "$region"

@@ -21,6 +21,8 @@ from pathlib import Path
 
 import torch
 
+from voxcpm_triton.serving.shared_map import claim, release
+
 MAX_VOICE_ID_LENGTH = 128
 
 
@@ -49,12 +51,20 @@ class UnknownVoiceError(KeyError):
 
 
 class VoiceCache:
-    def __init__(self, folder: Path, capacity: int = 1024) -> None:
+    def __init__(self, folder: Path, capacity: int = 1024, owned: bool = False) -> None:
+        """owned: the folder is this server's own (voices_folder), so the last of its caches to
+        close removes it with its voices; a folder named by a setting outlives the server."""
         if capacity < 1:
             raise ValueError(f"voice cache capacity={capacity}; must be >= 1")
         self.capacity = capacity
         self.folder = folder
+        self._claim = claim(folder) if owned else None
         self.folder.mkdir(parents=True, exist_ok=True)
+
+    def close(self) -> None:
+        if self._claim is not None:
+            release(self.folder, self._claim)
+            self._claim = None
 
     @staticmethod
     def check_id(voice_id: str) -> str:

@@ -1,10 +1,21 @@
-"""A tmpfs file that every model process of one server maps, created zero-filled by whichever
-process opens it first (the back-pressure counters, the decoded-window board)."""
+"""Tmpfs files and folders that every model process of one server shares: created by whichever
+process opens them first (the back-pressure counters, the decoded-window board, the voices), and
+removed by the last one to let go, so that a server stopped cleanly leaves nothing in /dev/shm.
+
+A process holding such a path keeps a claim file beside it (the path's name, a dot, a unique
+suffix), made before it opens the path and removed when it lets go; whoever then finds no claim left
+removes the path. A process that opens the path while the last holder lets go either has its claim
+seen (the path stays) or opens a fresh path after the removal. A killed server's claims and paths
+carry its PID in their names, and the next start removes those of dead PIDs
+(build/tritonserver.sh)."""
 
 from __future__ import annotations
 
+import glob
 import mmap
 import os
+import shutil
+import tempfile
 from pathlib import Path
 
 
@@ -17,3 +28,22 @@ def map_shared(path: Path, size: int) -> mmap.mmap:
         return mmap.mmap(descriptor, size)
     finally:
         os.close(descriptor)
+
+
+def claim(path: Path) -> Path:
+    """A claim on `path` for this holder (call before opening `path`)."""
+    descriptor, name = tempfile.mkstemp(prefix=f"{path.name}.", dir=path.parent)
+    os.close(descriptor)
+    return Path(name)
+
+
+def release(path: Path, held: Path) -> None:
+    """Drops the claim `held`; if no other claim on `path` is left, removes `path` (a file, or a
+    folder with what it holds)."""
+    held.unlink(missing_ok=True)
+    if any(path.parent.glob(f"{glob.escape(path.name)}.*")):
+        return
+    if path.is_dir():
+        shutil.rmtree(path, ignore_errors=True)
+    else:
+        path.unlink(missing_ok=True)

@@ -29,7 +29,7 @@ import time
 from pathlib import Path
 from typing import Callable
 
-from voxcpm_triton.serving.shared_map import map_shared
+from voxcpm_triton.serving.shared_map import claim, map_shared, release
 
 CELLS = 4096
 PROBES = 16
@@ -53,6 +53,7 @@ class AckBoard:
     first; every process maps the same file)."""
 
     def __init__(self, path: Path, clock: Callable[[], float] = time.monotonic) -> None:
+        self._claim = claim(path)  # the last process to close the board removes it
         self._map = map_shared(path, CELLS * _CELL.size)  # zero-filled: every cell free
         self.path = path
         self._clock = clock
@@ -122,6 +123,7 @@ class AckBoard:
 
     def close(self) -> None:
         self._map.close()
+        release(self.path, self._claim)
 
 
 class StreamWatch:

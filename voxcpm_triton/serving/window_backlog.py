@@ -19,7 +19,7 @@ import struct
 import time
 from pathlib import Path
 
-from voxcpm_triton.serving.shared_map import map_shared
+from voxcpm_triton.serving.shared_map import map_shared, release
 
 SLOTS = 64  # writers per role (instances of one model in one server)
 ROLES = ("sent", "decoded")
@@ -35,7 +35,6 @@ class WindowCounter:
     def __init__(self, path: Path, role: str) -> None:
         if role not in ROLES:
             raise ValueError(f"role={role!r}; allowed {ROLES}")
-        self._map = map_shared(path, len(ROLES) * SLOTS * 8)
         self._claim = None
         for index in range(SLOTS):
             claim = path.with_name(f"{path.name}.{role}{index}")
@@ -48,6 +47,7 @@ class WindowCounter:
             break
         if self._claim is None:
             raise RuntimeError(f"all {SLOTS} '{role}' slots of {path} are taken")
+        self._map = map_shared(path, len(ROLES) * SLOTS * 8)  # after the claim (shared_map's doc)
         self._path = path
         self._value = struct.unpack_from("<q", self._map, self._offset)[0]
 
@@ -62,9 +62,7 @@ class WindowCounter:
 
     def close(self) -> None:
         self._map.close()
-        self._claim.unlink(missing_ok=True)
-        if not any(self._path.parent.glob(f"{self._path.name}.*")):
-            self._path.unlink(missing_ok=True)
+        release(self._path, self._claim)
 
 
 class BacklogGate:

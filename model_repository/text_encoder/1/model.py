@@ -10,7 +10,7 @@ from voxcpm_triton.frontend import Frontend
 from voxcpm_triton.serving import model_settings
 from voxcpm_triton.serving.orphan_guard import exit_with_server
 from voxcpm_triton.serving.text_encoding import TextEncoding
-from voxcpm_triton.voice_cache import VoiceCache
+from voxcpm_triton.voice_cache import VoiceCache, voices_folder
 
 
 class TritonPythonModel:
@@ -21,12 +21,18 @@ class TritonPythonModel:
         seconds_per_patch = loaded.config.patch_size * vae.decode_hop_length / vae.sample_rate
         capacity = model_settings.int_parameter(parameters, "voice_cache_size", 1024, 1, 1_000_000)
         # Shared by this server's text_encoder instances (the stub's parent process is tritonserver).
-        voices = VoiceCache(model_settings.voice_folder(parameters, args["model_repository"], os.getppid()), capacity)
+        # The server's own tmpfs folder goes with its last instance; one a setting names outlives it.
+        server = os.getppid()
+        folder = model_settings.voice_folder(parameters, args["model_repository"], server)
+        voices = VoiceCache(folder, capacity, owned=folder == voices_folder(server))
         self.encoding = TextEncoding(Frontend(loaded), voices, seconds_per_patch)
         pb_utils.Logger.log_info(f"text_encoder: checkpoint {folder} on {device}")
 
     def execute(self, requests):
         return [self._respond(request) for request in requests]
+
+    def finalize(self):
+        self.encoding.voices.close()
 
     def _respond(self, request):
         def get(name):

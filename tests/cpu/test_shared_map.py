@@ -1,0 +1,53 @@
+"""Shared tmpfs paths go with the last process that holds them (voxcpm_triton/serving/shared_map.py),
+for each kind that uses it: the decoded-window board, the back-pressure counters, the voices."""
+
+from __future__ import annotations
+
+from voxcpm_triton.serving import shared_map
+from voxcpm_triton.serving.window_acks import AckBoard
+from voxcpm_triton.serving.window_backlog import WindowCounter
+from voxcpm_triton.voice_cache import VoiceCache
+
+
+def test_a_path_goes_with_its_last_claim_only(tmp_path):
+    path = tmp_path / "voxcpm-acks-7"
+    first, second = shared_map.claim(path), shared_map.claim(path)
+    path.write_bytes(b"board")
+    (tmp_path / "voxcpm-acks-70").write_bytes(b"another server's")  # a name that merely starts alike
+    shared_map.release(path, first)
+    assert path.exists() and not first.exists()
+    shared_map.release(path, second)
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["voxcpm-acks-70"]
+
+
+def test_the_decoded_window_board_goes_with_its_last_process(tmp_path):
+    path = tmp_path / "voxcpm-acks-7"
+    vocoder, decoder = AckBoard(path), AckBoard(path)
+    vocoder.ack("a")
+    vocoder.close()
+    assert decoder.decoded("a")[0] == 1  # still mapped and still there for the other process
+    decoder.close()
+    assert list(tmp_path.iterdir()) == []
+
+
+def test_the_window_counters_go_with_their_last_process(tmp_path):
+    path = tmp_path / "voxcpm-backlog-7"
+    sent, decoded = WindowCounter(path, "sent"), WindowCounter(path, "decoded")
+    sent.close()
+    assert path.exists()
+    decoded.close()
+    assert list(tmp_path.iterdir()) == []
+
+
+def test_a_servers_own_voice_folder_goes_with_its_last_cache_and_a_named_one_stays(tmp_path):
+    own, named = tmp_path / "voxcpm-voices-7", tmp_path / "voices"
+    first, second = VoiceCache(own, owned=True), VoiceCache(own, owned=True)
+    (own / "0123.pt").touch()
+    first.close()
+    assert (own / "0123.pt").exists()
+    second.close()
+    assert not own.exists()
+    kept = VoiceCache(named)
+    (named / "0123.pt").touch()
+    kept.close()
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["voices"] and (named / "0123.pt").exists()
