@@ -1,7 +1,8 @@
 """Explicit model control, as Triton users reload a model after changing its config: unloading the
 ar_decoder takes the `voxcpm` ensemble with it (requests then fail with a clear error, not a hang),
 loading it again brings both back, and the reloaded decoder streams the same audio for the same
-seed. Its own server: the session's shared one must keep its models loaded."""
+seed. A reload of the text_encoder keeps the voices registered in the server's own folder; an unload
+of every instance removes them. Its own server: the session's shared one must keep its models loaded."""
 
 from __future__ import annotations
 
@@ -15,6 +16,7 @@ import pytest
 from client.streaming import VoxCPMClient, VoxCPMError
 from tritonserver_process import REPO, start_server
 from voxcpm_triton.serving.cancel_board import board_folder
+from voxcpm_triton.voice_cache import voices_folder
 
 pytestmark = pytest.mark.server
 
@@ -63,3 +65,22 @@ def test_unload_and_reload_the_decoder(explicit_server):
     assert set(_states(server).values()) == {"READY"}
     np.testing.assert_array_equal(_audio(server, "Before the reload."), before)
     assert server.wait_idle() == 0
+
+
+def test_a_text_encoder_reload_keeps_the_servers_voices_and_an_unload_removes_them(explicit_server):
+    server = explicit_server
+    client = VoxCPMClient(server.grpc_url, timeout_s=60)
+    voice = (0.3 * np.sin(np.arange(8000) * 0.05)).astype(np.float32)
+    client.register_voice("kept", reference_audio=voice, reference_sample_rate=16000)
+    folder = voices_folder(server.process.pid)
+    assert len(list(folder.glob("*.pt"))) == 1
+
+    _post(server, "/v2/repository/models/text_encoder/load")  # loaded already: Triton reloads it
+    assert set(_states(server).values()) == {"READY"}
+    assert list(client.stream("Still here.", seed=3, voice_id="kept", max_seconds=0.3))
+
+    _post(server, "/v2/repository/models/text_encoder/unload")
+    deadline = time.monotonic() + 60
+    while _states(server)["text_encoder"] != "UNAVAILABLE" and time.monotonic() < deadline:
+        time.sleep(0.2)
+    assert not folder.exists(), "the last text_encoder instance to stop removes the server's own voices"
