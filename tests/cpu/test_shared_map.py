@@ -1,9 +1,11 @@
 """Shared tmpfs paths go with the last process that holds them (voxcpm_triton/serving/shared_map.py),
-for each kind that uses it: the decoded-window board, the back-pressure counters, the voices."""
+for each kind that uses it: the decoded-window board, the back-pressure counters, the cancel board,
+the voices."""
 
 from __future__ import annotations
 
 from voxcpm_triton.serving import shared_map
+from voxcpm_triton.serving.cancel_board import CancelBoard
 from voxcpm_triton.serving.window_acks import AckBoard
 from voxcpm_triton.serving.window_backlog import WindowCounter
 from voxcpm_triton.voice_cache import VoiceCache
@@ -51,3 +53,15 @@ def test_a_servers_own_voice_folder_goes_with_its_last_cache_and_a_named_one_sta
     (named / "0123.pt").touch()
     kept.close()
     assert sorted(p.name for p in tmp_path.iterdir()) == ["voices"] and (named / "0123.pt").exists()
+
+
+def test_the_cancel_board_stays_for_the_instances_still_running_and_goes_with_the_last(tmp_path):
+    folder = tmp_path / "voxcpm-cancel-7"
+    stopping, running = CancelBoard(folder), CancelBoard(folder)
+    stopping.post("client-a")
+    stopping.close()
+    running.post("client-b")  # the board is still there for the instance that runs on
+    assert running.take(["client-a", "client-b"]) == ["client-a", "client-b"]
+    running.post("client-c")  # posted, never taken: it goes with the board
+    running.close()
+    assert list(tmp_path.iterdir()) == []

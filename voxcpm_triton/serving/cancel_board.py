@@ -12,6 +12,8 @@ import os
 import time
 from pathlib import Path
 
+from voxcpm_triton.serving.shared_map import claim, release
+
 STALE_AFTER_S = 30.0  # a posted id no instance claimed (its stream had ended) is removed after this
 
 
@@ -26,7 +28,11 @@ def _file_name(request_id: str) -> str:
 class CancelBoard:
     def __init__(self, folder: Path) -> None:
         self.folder = folder
+        self._claim = claim(folder)  # the last instance to close the board removes it
         self.folder.mkdir(parents=True, exist_ok=True)
+
+    def close(self) -> None:
+        release(self.folder, self._claim)
 
     def post(self, request_id: str) -> None:
         path = self.folder / _file_name(request_id)

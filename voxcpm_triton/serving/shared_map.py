@@ -1,6 +1,7 @@
 """Tmpfs files and folders that every model process of one server shares: created by whichever
-process opens them first (the back-pressure counters, the decoded-window board, the voices), and
-removed by the last one to let go, so that a server stopped cleanly leaves nothing in /dev/shm.
+process opens them first (the back-pressure counters, the decoded-window and cancel boards, the
+voices), and removed by the last one to let go, so that a server stopped cleanly leaves nothing in
+/dev/shm.
 
 A process holding such a path keeps a claim file beside it (the path's name, a dot, a unique
 suffix), made before it opens the path and removed when it lets go; whoever then finds no claim left

@@ -205,7 +205,4 @@ class TritonPythonModel:
         self.loop.stop()
         self.window_counter.close()
         self.acks.close()
-        try:
-            self.board.folder.rmdir()  # the last instance to stop removes the (then empty) board
-        except OSError:
-            pass
+        self.board.close()
