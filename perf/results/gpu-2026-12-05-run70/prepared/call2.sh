@@ -1,6 +1,7 @@
 # Run 70, device call 2: the GPU tests of the folded LocDiT layer with its row statistic queued
-# beside the qkv GEMM (side_stream.Beside), and an A/B of that against the statistic before the GEMM
-# at 64 streams; the down projection's tile landscape (tile_landscape.py); the walk before and with
+# beside the qkv GEMM (side_stream.Beside); whether a graph's replay() blocks the host past some node
+# count (graph_launch_probe.py: the FP8 step's does); an A/B of the statistic beside the GEMM against
+# before it at 64 streams; the down projection's tile landscape (tile_landscape.py); the walk before and with
 # recustomised tiles at 0.5 s and 3 s for the LocDiT's projections at 1408 rows; the step at 60
 # cached tokens; the opt-in FP8 LocDiT beside bf16 at 256 and 512 streams.
 # carry: ["build/out/session"] (lib.so.xz: main's library for sm_90, kernels unchanged since; commit).
@@ -16,6 +17,8 @@ R=perf/results/gpu-2026-12-05-run70
 mkdir -p /tmp/r70
 timeout 150 $P -m pytest -q -p no:cacheprovider -m gpu tests/gpu/test_folded_norms_gpu.py tests/gpu/test_engine_gpu.py \
   tests/gpu/test_graph_runner.py > /tmp/r70/beside_tests.log 2>&1; at "beside tests" $?; tail -1 /tmp/r70/beside_tests.log
+timeout 120 $P $R/graph_launch_probe.py /tmp/r70/graph_launch.md > /tmp/r70/graph_launch.log 2>&1; at "graph launch probe" $?
+cat /tmp/r70/graph_launch.md
 # Trees: "before" has main's lt_search.py (the walk without recustomised), "serial" main's statistic before the GEMM.
 for t in before serial; do mkdir -p /tmp/$t && cp -r voxcpm_triton perf /tmp/$t/; done
 B=build/out/session/before
