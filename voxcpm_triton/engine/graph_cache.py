@@ -13,6 +13,7 @@ from typing import Generic, TypeVar
 
 import torch
 
+from voxcpm_triton.engine import device_guard
 from voxcpm_triton.engine.collector_pause import collector_paused
 from voxcpm_triton.ops import lt_gemm
 
@@ -31,6 +32,7 @@ class GraphCache(Generic[G]):
         self.capture_error_mode = capture_error_mode
         self._graphs: dict[Hashable, G] = {}
         self._pool = None
+        self._capture_stream: torch.cuda.Stream | None = None
         self.failure: str | None = None
 
     def cached(self, key: Hashable, make: Callable[[], G]) -> G | None:
@@ -53,16 +55,23 @@ class GraphCache(Generic[G]):
 
     def capture(self, fn: Callable[..., object], inputs: tuple) -> tuple[torch.cuda.CUDAGraph, object]:
         """Warm `fn(*inputs)` up on a side stream, then capture it into this cache's pool; returns
-        (graph, fn's output). The warm-up also picks the cuBLASLt algorithms of its GEMM shapes."""
-        current = torch.cuda.current_stream(self.device)
-        side = torch.cuda.Stream(self.device)
-        side.wait_stream(current)
-        with torch.cuda.stream(side), lt_gemm.tuning():
-            for _ in range(WARM_UP_RUNS):
-                fn(*inputs)
-        current.wait_stream(side)
-        graph = torch.cuda.CUDAGraph()
-        with collector_paused(), torch.cuda.graph(graph, pool=self._pool, capture_error_mode=self.capture_error_mode):
-            out = fn(*inputs)
+        (graph, fn's output). The warm-up also picks the cuBLASLt algorithms of its GEMM shapes.
+        Both run with this cache's device current, and the capture on a stream of that device:
+        torch.cuda.graph's default stream is one per process, on whichever device captured first
+        (device_guard.py)."""
+        with device_guard.current(self.device):
+            current = torch.cuda.current_stream(self.device)
+            side = torch.cuda.Stream(self.device)
+            side.wait_stream(current)
+            with torch.cuda.stream(side), lt_gemm.tuning():
+                for _ in range(WARM_UP_RUNS):
+                    fn(*inputs)
+            current.wait_stream(side)
+            if self._capture_stream is None:
+                self._capture_stream = torch.cuda.Stream(self.device)
+            graph = torch.cuda.CUDAGraph()
+            with collector_paused(), torch.cuda.graph(graph, pool=self._pool, stream=self._capture_stream,
+                                                      capture_error_mode=self.capture_error_mode):
+                out = fn(*inputs)
         self._pool = graph.pool()
         return graph, out

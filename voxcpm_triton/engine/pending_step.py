@@ -50,6 +50,7 @@ class StagingBuffers:
 
     def __init__(self, rows: int, width: int, device: torch.device):
         self._pinned = device.type == "cuda"
+        self._device = device
         self._width = width
         self._index = [self._alloc((2, rows), torch.int64) for _ in range(2)]
         self._out = [self._alloc((rows, width), torch.float32) for _ in range(2)]
@@ -79,9 +80,9 @@ class StagingBuffers:
         return pending
 
     def done_event(self) -> torch.cuda.Event | None:
-        """The current set's event, recorded on the current stream after the step's download (None
-        on the CPU, where the download is synchronous)."""
+        """The current set's event, recorded on the device's current stream after the step's download
+        (None on the CPU, where the download is synchronous)."""
         event = self._events[self._turn]
         if event is not None:
-            event.record()
+            event.record(torch.cuda.current_stream(self._device))
         return event

@@ -23,6 +23,7 @@ import numpy as np
 import torch
 
 from voxcpm_triton.engine.cuda_graphs import StepGraphs, buckets_for, graphs_requested
+from voxcpm_triton.engine.device_guard import current, on_own_device
 from voxcpm_triton.engine.noise import NoiseRing, block_from_env
 from voxcpm_triton.engine.pending_step import PendingStep, StagingBuffers
 from voxcpm_triton.engine.prefill_graphs import MAX_ROWS, PrefillGraphs, graphable_prefill, length_bucket
@@ -77,8 +78,9 @@ class ModelRunner:
         self.fixed_shape = device.type == "cuda" if fixed_shape is None else fixed_shape
         self.graphs: StepGraphs | None = None
         if self.fixed_shape:
-            self._setup_fixed(max_slots, cuda_graphs, custom_ops, compile_layers_, warm_up_graphs, kernel_attention,
-                              fp8)
+            with current(device):  # the graphs' warm-up captures
+                self._setup_fixed(max_slots, cuda_graphs, custom_ops, compile_layers_, warm_up_graphs,
+                                  kernel_attention, fp8)
 
     def _setup_fixed(self, max_slots: int, cuda_graphs: bool | None, custom_ops: bool | None,
                      compile_layers_: bool | None, warm_up_graphs: bool, kernel_attention: bool | None,
@@ -118,6 +120,7 @@ class ModelRunner:
         copy waits for the device queue, which is empty only at the start of a step."""
         return torch.as_tensor(values).to(self.device)
 
+    @on_own_device
     @torch.inference_mode()
     def prefill(self, streams: list[Stream]) -> None:
         """Run the prompts of newly admitted streams (right-padded into one batch) and fill their slots."""
@@ -259,6 +262,7 @@ class ModelRunner:
         """One generation step for every stream -> (patches float32 [B, P, D], stop flags bool [B])."""
         return self.launch(streams).result()
 
+    @on_own_device
     @torch.inference_mode()
     def launch(self, streams: list[Stream]) -> PendingStep:
         """Queue one generation step for every stream and advance each one's `launched` count.
