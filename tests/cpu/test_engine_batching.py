@@ -165,7 +165,8 @@ def test_submit_is_thread_safe(model):
     "change,message",
     [(dict(cfg_value=float("nan")), "cfg_value"), (dict(timesteps=0), "timesteps"), (dict(max_len=0), "max_len"),
      (dict(min_len=-1), "min_len"), (dict(seed=-3), "seed"), (dict(request_id=""), "request_id"),
-     (dict(tokens=torch.tensor([1, 2, 99999, 101])), "tokens"),
+     (dict(tokens=torch.tensor([1, 2, 99999, 101])), "tokens"), (dict(tokens=torch.tensor(120)), "tokens"),
+     (dict(target_text_tokens=-1), "target_text_tokens"),
      (dict(feats=torch.zeros(4, 1, 1)), "feats"), (dict(context_patches=torch.zeros(2, 3)), "context_patches")],
 )
 def test_submit_rejects_bad_requests(model, change, message):

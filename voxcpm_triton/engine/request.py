@@ -66,10 +66,11 @@ class GenerationRequest:
         """Raise ValueError naming the field and its allowed range."""
         if not isinstance(self.request_id, str) or not self.request_id:
             raise ValueError("request_id must be a non-empty string")
-        length = self.prompt_length
-        if self.tokens.dim() != 1 or length == 0 or self.tokens.dtype not in (torch.int64, torch.int32):
+        if (self.tokens.dim() != 1 or self.tokens.shape[0] == 0
+                or self.tokens.dtype not in (torch.int64, torch.int32)):
             raise ValueError(f"tokens must be a non-empty 1-D integer tensor, got {tuple(self.tokens.shape)} "
                              f"{self.tokens.dtype}")
+        length = self.prompt_length
         low, high = int(self.tokens.min()), int(self.tokens.max())
         if low < 0 or high >= vocab_size:
             raise ValueError(f"tokens must lie in [0, {vocab_size}), got values in [{low}, {high}]")
@@ -92,6 +93,8 @@ class GenerationRequest:
             raise ValueError(f"min_len must be >= 0, got {self.min_len}")
         if self.max_len is not None and self.max_len < 1:
             raise ValueError(f"max_len must be >= 1, got {self.max_len}")
+        if self.target_text_tokens is not None and self.target_text_tokens < 0:
+            raise ValueError(f"target_text_tokens must be >= 0, got {self.target_text_tokens}")
         if not (math.isfinite(self.cfg_value) and 0.0 <= self.cfg_value <= 20.0):
             raise ValueError(f"cfg_value must be in [0, 20], got {self.cfg_value}")
         if not 1 <= self.timesteps <= 100:

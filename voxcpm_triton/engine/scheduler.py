@@ -137,7 +137,10 @@ class Scheduler:
         return outputs
 
     def fail(self, streams: list[Stream], message: str) -> list[StepOutput]:
-        return [self._end(stream, error=message) for stream in streams if stream.request.request_id in self.running]
+        """End those of `streams` still running (matched as objects: a stream that ended may have a
+        successor under its request id, which keeps running)."""
+        return [self._end(stream, error=message) for stream in streams
+                if self.running.get(stream.request.request_id) is stream]
 
     def _end(self, stream: Stream, error: str) -> StepOutput:
         self._release(stream)
@@ -146,6 +149,9 @@ class Scheduler:
     def _release(self, stream: Stream) -> None:
         del self.running[stream.request.request_id]
         self.slots.release(stream.slot)
+        # A cancel that arrived after this step was scheduled was for this stream, not for a new
+        # request that reuses the id.
+        self._cancelled.discard(stream.request.request_id)
 
     @staticmethod
     def _empty_window(request: GenerationRequest) -> np.ndarray:
