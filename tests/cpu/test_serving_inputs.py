@@ -75,3 +75,12 @@ def test_max_seconds_to_patches_rounds_up():
     assert parameters.max_patches(0.16) == 4
     assert SamplingParameters(2.0, 10, 0.32, 0).max_patches(0.16) == 2
     assert SamplingParameters(2.0, 10, None, 0).max_patches(0.16) is None
+
+
+@pytest.mark.parametrize("seconds_per_patch", (0.16, 0.08, 640 / 16000, 4 * 1920 / 48000))
+def test_max_seconds_of_whole_patches_as_fp32_gives_that_many(seconds_per_patch):
+    for count in range(1, 3751):
+        sent = float(np.float32(count * seconds_per_patch))  # what the FP32 tensor holds
+        assert SamplingParameters(2.0, 10, sent, 0).max_patches(seconds_per_patch) == count, sent
+    assert SamplingParameters(2.0, 10, float(np.float32(0.5)), 0).max_patches(0.16) == 4  # 3.125: rounded up
+    assert SamplingParameters(2.0, 10, 0.1, 0).max_patches(0.16) == 1

@@ -18,6 +18,7 @@ TIMESTEPS_DEFAULT = 10
 TIMESTEPS_RANGE = (1, 100)
 MAX_SECONDS_RANGE = (0.1, 600.0)
 SEED_RANGE = (0, 2**63 - 1)
+FP32_EPSILON = float(np.finfo(np.float32).eps)
 
 
 @dataclass(frozen=True)
@@ -28,10 +29,16 @@ class SamplingParameters:
     seed: int
 
     def max_patches(self, seconds_per_patch: float) -> int | None:
-        """MAX_SECONDS as a count of generated patches (at least one)."""
+        """MAX_SECONDS as a count of generated patches (at least one): a whole number of patches gives
+        that many, whatever else is rounded up."""
         if self.max_seconds is None:
             return None
-        return max(1, math.ceil(self.max_seconds / seconds_per_patch - 1e-9))
+        count = self.max_seconds / seconds_per_patch
+        # The tensor is FP32: 0.8 s arrives as 0.800000011920929, 5.0000000745 patches of 0.16 s.
+        whole = round(count)
+        if math.isclose(count, whole, rel_tol=FP32_EPSILON):
+            return max(1, whole)
+        return max(1, math.ceil(count))
 
 
 def read_sampling_parameters(get: Callable[[str], np.ndarray | None]) -> SamplingParameters:
