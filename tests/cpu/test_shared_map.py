@@ -25,6 +25,7 @@ def test_a_path_goes_with_its_last_claim_only(tmp_path):
 def test_the_decoded_window_board_goes_with_its_last_process(tmp_path):
     path = tmp_path / "voxcpm-acks-7"
     vocoder, decoder = AckBoard(path), AckBoard(path)
+    decoder.track("a")
     vocoder.ack("a")
     vocoder.close()
     assert decoder.decoded("a")[0] == 1  # still mapped and still there for the other process

@@ -34,7 +34,9 @@ def boards(tmp_path, clock):
 
 def test_acks_are_counted_per_request_id_across_processes(boards, clock):
     vocoder, decoder = boards
-    assert decoder.decoded("a") is None
+    decoder.track("a")
+    decoder.track("b")
+    assert decoder.decoded("a") is None  # tracked, nothing decoded yet
     vocoder.ack("a")
     clock.now += 2
     vocoder.ack("a", 3)
@@ -45,22 +47,42 @@ def test_acks_are_counted_per_request_id_across_processes(boards, clock):
     assert decoder.decoded("") is None
 
 
-def test_forget_frees_the_cell_and_stale_cells_are_taken_again(boards, clock):
+def test_an_untracked_id_is_not_counted(boards, clock):
     vocoder, decoder = boards
+    vocoder.ack("a")  # sent to the vocoder directly, or its stream long over
+    decoder.track("a")
+    assert decoder.decoded("a") is None
+
+
+def test_windows_decoded_after_the_stream_ended_do_not_take_a_cell(boards, clock):
+    vocoder, decoder = boards
+    decoder.track("a")
     vocoder.ack("a")
     decoder.forget("a")
     assert decoder.decoded("a") is None
-    vocoder.ack("a")  # a late window after the stream ended: counted afresh, not on the freed cell's count
-    assert decoder.decoded("a") == (1, clock.now)
-    decoder.forget("a")
-    # Fill every cell an id may probe with ids stamped now: a new id finds none free...
+    vocoder.ack("a", 2)  # its last windows, still in flight when it ended
+    assert decoder.decoded("a") is None
+    # The cell is free at once, not after STALE_AFTER_S: as many streams as cells, one after another,
+    # each stamped after its end, all find a cell.
+    for i in range(window_acks.CELLS * 2):
+        request_id = f"id-{i}"
+        decoder.track(request_id)
+        vocoder.ack(request_id)
+        assert decoder.decoded(request_id) == (1, clock.now), request_id
+        decoder.forget(request_id)
+        vocoder.ack(request_id)
+
+
+def test_a_full_table_leaves_new_ids_untracked_until_cells_go_stale(boards, clock):
+    vocoder, decoder = boards
     ids = [f"id-{i}" for i in range(window_acks.CELLS * 2)]
-    for request_id in ids:
+    for request_id in ids:  # live streams, never ended
+        decoder.track(request_id)
         vocoder.ack(request_id)
     lost = [request_id for request_id in ids if decoder.decoded(request_id) is None]
     assert lost, "a full table drops new ids (read as never acknowledged)"
-    # ...until they are stale.
     clock.now += window_acks.STALE_AFTER_S + 1
+    decoder.track(lost[0])
     vocoder.ack(lost[0])
     assert decoder.decoded(lost[0]) == (1, clock.now)
 

@@ -7,8 +7,11 @@ request already streaming is never told: its response sender still reports "not 
 sends succeed. Without this the stream held its decoder slot to its length limit (14.6 s on the tiny
 checkpoint, perf/RESULTS.md run 58; minutes for a long text on a real one).
 
-Each vocoder process stamps, per Triton request id, how many windows it decoded and when
-(`AckBoard.ack`). A decoder stream whose windows have been decoded before, and whose last
+A decoder stream opens a cell for its Triton request id when it starts (`AckBoard.track`) and frees
+it when it ends (`forget`). Each vocoder process stamps in that cell how many windows of the id it
+decoded and when (`AckBoard.ack`); a window of an id with no cell (its stream has ended, the last
+windows were still in flight) is not counted, so an ended stream's cell does not come back to hold
+a place in the table. A decoder stream whose windows have been decoded before, and whose last
 `ABANDONED_WINDOWS` or more windows sent have gone `ABANDONED_AFTER_S` without one decoded, is taken
 as abandoned (`StreamWatch`); its engine slot is freed. A stream never acknowledged at all (sent to
 ar_decoder directly, or still waiting for its first window) is never ended this way.
@@ -83,24 +86,33 @@ class AckBoard:
             self._known.clear()
         self._known[request_id] = (key, index)
 
-    def ack(self, request_id: str, windows: int = 1) -> None:
-        """Stamp `windows` more decoded windows of `request_id` (an empty id is not tracked)."""
+    def track(self, request_id: str) -> None:
+        """Open a cell for `request_id`, no window of it decoded yet (a decoder stream starts); an id
+        already tracked keeps its cell and count. With every cell the id may probe taken by ids
+        stamped within STALE_AFTER_S, the id goes untracked (read as never acknowledged)."""
         if not request_id:
             return
         now = self._clock()
         key, index = self._find(request_id)
         if index is not None:
-            count = _CELL.unpack_from(self._map, index * _CELL.size)[1]
-            _CELL.pack_into(self._map, index * _CELL.size, key, count + windows, now)
             return
         for index, (cell_key, _, when) in self._cells(key):
             if cell_key == 0 or now - when > STALE_AFTER_S:
-                # The key last, so that a reader never pairs this id with the previous owner's time.
+                # The key last, so that a reader never pairs this id with the previous owner's count.
                 offset = index * _CELL.size
-                struct.pack_into("<Qd", self._map, offset + 8, windows, now)
+                struct.pack_into("<Qd", self._map, offset + 8, 0, now)
                 struct.pack_into("<Q", self._map, offset, key)
                 self._remember(request_id, key, index)
                 return
+
+    def ack(self, request_id: str, windows: int = 1) -> None:
+        """Stamp `windows` more decoded windows of `request_id`, if it is tracked."""
+        if not request_id:
+            return
+        key, index = self._find(request_id)
+        if index is not None:
+            count = _CELL.unpack_from(self._map, index * _CELL.size)[1]
+            _CELL.pack_into(self._map, index * _CELL.size, key, count + windows, self._clock())
 
     def decoded(self, request_id: str) -> tuple[int, float] | None:
         """(windows decoded, monotonic time of the last) for `request_id`, None if never stamped."""
@@ -110,7 +122,7 @@ class AckBoard:
         if index is None:
             return None
         cell_key, count, when = _CELL.unpack_from(self._map, index * _CELL.size)
-        return (count, when) if cell_key == key else None
+        return (count, when) if cell_key == key and count > 0 else None
 
     def forget(self, request_id: str) -> None:
         """Free the id's cell (its stream has ended), if it still holds it."""
@@ -133,6 +145,7 @@ class StreamWatch:
     def __init__(self, board: AckBoard, request_id: str, clock: Callable[[], float] = time.monotonic) -> None:
         self.board = board
         self.request_id = request_id
+        board.track(request_id)
         self.windows_sent = 0
         self._clock = clock
         self._suspect_since: float | None = None
