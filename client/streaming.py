@@ -204,9 +204,10 @@ class VoxCPMClient:
         """Encode a voice once on the server; later calls pass voice_id=... alone. The voice is what
         the arguments make it: a prompt to continue (prompt audio with its text), a VoxCPM2
         reference voice (reference audio, or prompt audio without text), or both. The server
-        registers a voice as part of a synthesis, so this asks for the shortest one."""
+        registers a voice as part of a synthesis, so this asks for the shortest one (of one word:
+        the prompt's own text would count twice against the model's length)."""
         for _ in self.stream(
-            prompt_text or "hello",
+            "hello",
             prompt_audio=prompt_audio,
             prompt_sample_rate=prompt_sample_rate,
             prompt_text=prompt_text,

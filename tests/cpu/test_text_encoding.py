@@ -66,6 +66,19 @@ def test_voice_id_reuses_the_registered_prompt_and_reference(v2):
     assert referenced["CONTEXT_PATCHES"].shape[1] == 0
 
 
+def test_a_request_that_fails_registers_no_voice(v2):
+    too_long = "word " * 600  # with the prompt, past the tiny checkpoint's 512 positions
+    with pytest.raises(ValueError, match="leaves no room"):
+        v2.prepare(_get(TEXT=too_long, VOICE_ID="late", PROMPT_AUDIO=AUDIO, PROMPT_SAMPLE_RATE=RATE))
+    with pytest.raises(InputError, match="late"):
+        v2.prepare(_get(TEXT="Hello.", VOICE_ID="late"))
+    # Nor does it replace a voice registered under the same id.
+    kept = v2.prepare(_get(TEXT="Hello.", SEED=3, VOICE_ID="kept", PROMPT_AUDIO=AUDIO, PROMPT_SAMPLE_RATE=RATE))
+    with pytest.raises(ValueError, match="leaves no room"):
+        v2.prepare(_get(TEXT=too_long, VOICE_ID="kept", PROMPT_AUDIO=OTHER, PROMPT_SAMPLE_RATE=RATE))
+    _assert_same(v2.prepare(_get(TEXT="Hello.", SEED=3, VOICE_ID="kept")), kept, "kept")
+
+
 def _assert_same(ours: dict, expected: dict, what: str) -> None:
     assert ours.keys() == expected.keys()
     for name in ours:

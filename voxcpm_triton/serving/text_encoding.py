@@ -42,9 +42,10 @@ class TextEncoding:
             raise InputError(f"{rate_name} is required with {name} (the audio's rate in Hz)")
         return audio, sample_rate, name
 
-    def _voice(self, get: Getter) -> CachedVoice | None:
-        """The voice for this request: freshly encoded (and registered when VOICE_ID comes with
-        it), looked up by VOICE_ID, or None (the model's own voice).
+    def _voice(self, get: Getter) -> tuple[CachedVoice | None, str | None]:
+        """The voice for this request and the VOICE_ID to register it under once the request is
+        ready (None: nothing to register): freshly encoded (registered when VOICE_ID comes with it),
+        looked up by VOICE_ID, or None (the model's own voice).
 
         As in the reference's generate(), a voice is a prompt the speech continues (PROMPT_AUDIO
         with PROMPT_TEXT), a VoxCPM2 reference voice to imitate (REFERENCE_AUDIO), or both.
@@ -60,9 +61,9 @@ class TextEncoding:
             )
         if prompt is None and reference is None:
             if voice_id is None:
-                return None
+                return None, None
             try:
-                return self.voices.get(voice_id)
+                return self.voices.get(voice_id), None
             except (UnknownVoiceError, ValueError) as exc:
                 raise InputError(str(exc)) from None
         if prompt is not None and prompt_text is None:
@@ -90,9 +91,7 @@ class TextEncoding:
             prompt_text=prompt_text,
             reference=None if reference is None else self.frontend.encode_prompt(*reference[:2], "right", reference[2]),
         )
-        if voice_id is not None:
-            self.voices.put(voice_id, voice)
-        return voice
+        return voice, voice_id
 
     def prepare(self, get: Getter) -> dict[str, np.ndarray]:
         """The ar_decoder tensors for one request; InputError/ValueError carry the client's message."""
@@ -103,7 +102,7 @@ class TextEncoding:
             raise InputError(f"TEXT has {len(text)} characters; allowed 1..{MAX_TEXT_CHARS}")
         parameters = read_sampling_parameters(get)
         normalize = inputs.scalar("NORMALIZE", get("NORMALIZE"), bool, False)
-        voice = self._voice(get)
+        voice, register_as = self._voice(get)
         try:
             if voice is None:
                 request = self.frontend.prepare(text, normalize=normalize)
@@ -123,4 +122,7 @@ class TextEncoding:
             timesteps=parameters.timesteps,
             seed=parameters.seed,
         )
-        return to_wire(request)
+        wire = to_wire(request)
+        if register_as is not None:  # only a request that is ready registers its voice
+            self.voices.put(register_as, voice)
+        return wire

@@ -106,19 +106,18 @@ class TritonPythonModel:
         device = model_settings.instance_device(args)
         dtype = model_settings.torch_dtype(parameters)
         lora = model_settings.lora_folder(parameters, args["model_repository"])
+        # Every setting is read before anything is loaded or any shared board claimed, so a bad one
+        # fails the load early and leaves nothing behind.
+        windows_ahead = model_settings.int_parameter(parameters, "windows_ahead", 2, 0, 1 << 20)
+        chunk_patches = model_settings.chunk_patches(parameters)
+        max_slots = model_settings.int_parameter(parameters, "max_slots", 64, 1, 4096)
+        max_context = model_settings.int_parameter(parameters, "max_context", 4096, 16, 1 << 20)
+        fp8 = model_settings.int_parameter(parameters, "fp8_locdit", 0, 0, 1) == 1
         loaded = load_checkpoint(folder, dtype=dtype, device=device, lora=lora)
         window_patches = vocoder_window_patches(loaded.audio_vae, loaded.config.patch_size)
-        engine = Engine(
-            loaded.model,
-            max_slots=model_settings.int_parameter(parameters, "max_slots", 64, 1, 4096),
-            # A cap: a checkpoint's own max_length (tiny ones: 512) may be smaller.
-            max_context=min(
-                model_settings.int_parameter(parameters, "max_context", 4096, 16, 1 << 20), loaded.config.max_length
-            ),
-            device=device,
-            window_patches=window_patches,
-            fp8=model_settings.int_parameter(parameters, "fp8_locdit", 0, 0, 1) == 1,
-        )
+        # max_context is a cap: a checkpoint's own max_length (tiny ones: 512) may be smaller.
+        engine = Engine(loaded.model, max_slots=max_slots, max_context=min(max_context, loaded.config.max_length),
+                        device=device, window_patches=window_patches, fp8=fp8)
         warm_up_engine(engine)
         family = pb_utils.MetricFamily(
             name="voxcpm_live_slots",
@@ -136,11 +135,10 @@ class TritonPythonModel:
         self.board = CancelBoard(board_folder(os.getppid()))
         self.window_counter = WindowCounter(counter_path(os.getppid()), "sent")
         self.acks = AckBoard(board_path(os.getppid()))
-        windows_ahead = model_settings.int_parameter(parameters, "windows_ahead", 2, 0, 1 << 20)
         gate = BacklogGate(self.window_counter, windows_ahead).wait if windows_ahead else None
         self.loop = EngineLoop(
             engine, on_live_slots=self._report_slots, cancel_source=self._posted_cancels, before_step=gate,
-            chunk_patches=model_settings.chunk_patches(parameters),
+            chunk_patches=chunk_patches,
             meter=StepMeter(self.step_counters.publish),
         )
         self.loop.start()

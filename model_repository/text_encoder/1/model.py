@@ -23,10 +23,10 @@ class TritonPythonModel:
         # Shared by this server's text_encoder instances (the stub's parent process is tritonserver).
         # The server's own tmpfs folder goes with its last instance; one a setting names outlives it.
         server = os.getppid()
-        folder = model_settings.voice_folder(parameters, args["model_repository"], server)
-        voices = VoiceCache(folder, capacity, owned=folder == voices_folder(server))
+        voice_folder = model_settings.voice_folder(parameters, args["model_repository"], server)
+        voices = VoiceCache(voice_folder, capacity, owned=voice_folder == voices_folder(server))
         self.encoding = TextEncoding(Frontend(loaded), voices, seconds_per_patch)
-        pb_utils.Logger.log_info(f"text_encoder: checkpoint {folder} on {device}")
+        pb_utils.Logger.log_info(f"text_encoder: checkpoint {folder} on {device}, voices in {voice_folder}")
 
     def execute(self, requests):
         return [self._respond(request) for request in requests]
