@@ -46,6 +46,23 @@ def test_gate_takes_lost_windows_as_its_new_zero(tmp_path):
     assert time.monotonic() - started < 0.04
 
 
+def test_a_light_decoder_does_not_wait_on_a_busy_ones_windows(tmp_path):
+    # One decoder instance per GPU: 40 streams on one with 2 windows each in flight, 1 on the other.
+    busy, light = WindowCounter(tmp_path / "b", "sent"), WindowCounter(tmp_path / "b", "sent")
+    busy_gate = BacklogGate(busy, windows_ahead=2, max_wait_s=10.0)
+    light_gate = BacklogGate(light, windows_ahead=2, max_wait_s=10.0)
+    busy_gate.wait(live_streams=40)
+    busy.add(80)
+    light.add(2)
+    started = time.monotonic()
+    light_gate.wait(live_streams=1)  # 82 in flight for the server's 41 streams: within 2 each
+    busy_gate.wait(live_streams=40)
+    assert time.monotonic() - started < 0.1
+    assert light.live() == busy.live() == 41
+    busy.close()  # a stopped instance's streams no longer count
+    assert light.live() == 1
+
+
 def test_unknown_role_is_refused(tmp_path):
     with pytest.raises(ValueError, match="role='both'"):
         WindowCounter(tmp_path / "b", "both")

@@ -3,9 +3,12 @@ ensemble_scheduling.max_inflight_requests (2.51 has none).
 
 The decoder can produce windows faster than the vocoder decodes them (on CPU the windowed decode is
 several times dearer than a step); left alone the vocoder's queue, and with it every stream's
-latency, grows without bound. Each ar_decoder instance counts the windows it sends and each vocoder
-instance the windows it decodes, in one small shared-memory file per tritonserver; a decoder waits
-before its next step while more windows are in flight than it allows.
+latency, grows without bound. Each ar_decoder instance counts the windows it sends and its live
+streams, and each vocoder instance the windows it decodes, in one small shared-memory file per
+tritonserver; a decoder waits before its next step while more windows are in flight than the
+server's live streams are allowed. Both sides of that test are server-wide: with one decoder
+instance per GPU, an instance's own windows and its own streams cannot be told apart in what the
+vocoders decode, and a lightly loaded instance must not wait on a busy one's windows.
 
 Every counter slot has a single writer (the process that claimed it), so no cross-process lock is
 needed; readers sum the slots. Windows that never reach the vocoder (requests sent to ar_decoder
@@ -23,6 +26,7 @@ from voxcpm_triton.serving.shared_map import map_shared, release
 
 SLOTS = 64  # writers per role (instances of one model in one server)
 ROLES = ("sent", "decoded")
+LIVE = len(ROLES)  # after the roles' counters: each 'sent' slot's live streams
 
 
 def counter_path(server_pid: int) -> Path:
@@ -47,8 +51,9 @@ class WindowCounter:
             break
         if self._claim is None:
             raise RuntimeError(f"all {SLOTS} '{role}' slots of {path} are taken")
-        self._map = map_shared(path, len(ROLES) * SLOTS * 8)  # after the claim (shared_map's doc)
+        self._map = map_shared(path, (LIVE + 1) * SLOTS * 8)  # after the claim (shared_map's doc)
         self._path = path
+        self._live_offset = (LIVE * SLOTS + index) * 8 if role == "sent" else None
         self._value = struct.unpack_from("<q", self._map, self._offset)[0]
 
     def add(self, count: int) -> None:
@@ -60,14 +65,25 @@ class WindowCounter:
         values = struct.unpack_from(f"<{len(ROLES) * SLOTS}q", self._map, 0)
         return sum(values[:SLOTS]) - sum(values[SLOTS:])
 
+    def set_live(self, streams: int) -> None:
+        """This decoder's live streams (a 'sent' counter's)."""
+        struct.pack_into("<q", self._map, self._live_offset, streams)
+
+    def live(self) -> int:
+        """Live streams of all decoders."""
+        return sum(struct.unpack_from(f"<{SLOTS}q", self._map, LIVE * SLOTS * 8))
+
     def close(self) -> None:
+        if self._live_offset is not None:
+            self.set_live(0)
         self._map.close()
         release(self._path, self._claim)
 
 
 class BacklogGate:
-    """wait(live_streams) returns once at most `windows_ahead` windows per live stream are in
-    flight between the decoders and the vocoders (or after `max_wait_s`, see the module doc)."""
+    """wait(live_streams) publishes this decoder's live streams and returns once at most
+    `windows_ahead` windows per live stream of the server are in flight between the decoders and
+    the vocoders (or after `max_wait_s`, see the module doc)."""
 
     def __init__(self, counter: WindowCounter, windows_ahead: int, max_wait_s: float = 0.25,
                  poll_s: float = 0.0005) -> None:
@@ -80,7 +96,8 @@ class BacklogGate:
         self._zero = 0  # backlog taken as lost (never to be decoded)
 
     def wait(self, live_streams: int) -> None:
-        allowed = self.windows_ahead * max(live_streams, 1)
+        self.counter.set_live(live_streams)
+        allowed = self.windows_ahead * max(self.counter.live(), 1)
         raw = self.counter.backlog()
         self._zero = min(self._zero, raw)  # windows taken as lost were decoded after all
         backlog = raw - self._zero
