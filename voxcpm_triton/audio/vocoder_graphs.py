@@ -47,7 +47,7 @@ class DecodeGraphs(GraphCache[DecodeGraph]):
                  shapes: list[tuple[int, int]], dtype: torch.dtype, device: torch.device):
         """decode(latents [B, D, frames], new) -> audio [B, samples of the `new` last patches]: device
         work only, for windows of the (patches, new) `shapes`, patch_size frames per patch."""
-        super().__init__(device, "vocoder decodes", capture_error_mode="thread_local")
+        super().__init__(device, "vocoder decodes")
         self.decode = decode
         self.latent_dim = latent_dim
         self.patch_size = patch_size

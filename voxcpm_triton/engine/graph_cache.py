@@ -23,13 +23,10 @@ G = TypeVar("G")
 
 
 class GraphCache(Generic[G]):
-    def __init__(self, device: torch.device, fallback: str, capture_error_mode: str = "global"):
-        """fallback: what runs eagerly after a failed capture, for the warning ("decode steps").
-        capture_error_mode "thread_local" lets other threads keep launching work (with their own
-        streams) while this cache captures."""
+    def __init__(self, device: torch.device, fallback: str):
+        """fallback: what runs eagerly after a failed capture, for the warning ("decode steps")."""
         self.device = device
         self.fallback = fallback
-        self.capture_error_mode = capture_error_mode
         self._graphs: dict[Hashable, G] = {}
         self._pool = None
         self._capture_stream: torch.cuda.Stream | None = None
@@ -70,8 +67,12 @@ class GraphCache(Generic[G]):
             if self._capture_stream is None:
                 self._capture_stream = torch.cuda.Stream(self.device)
             graph = torch.cuda.CUDAGraph()
+            # Thread-local: other threads of the process keep their CUDA calls (an allocation that
+            # needs cudaMalloc, say) while this one captures. In the in-process API the engine
+            # captures a new timestep count's graph while callers' threads run the vocoder on the
+            # same GPU; a global capture would fail their calls and itself.
             with collector_paused(), torch.cuda.graph(graph, pool=self._pool, stream=self._capture_stream,
-                                                      capture_error_mode=self.capture_error_mode):
+                                                      capture_error_mode="thread_local"):
                 out = fn(*inputs)
         self._pool = graph.pool()
         return graph, out
