@@ -2,8 +2,9 @@
 # timed it (5.33 / 13.66 ms on the H200). Since run 70, main changed how the engine uses its device
 # without a GPU to run it (voxcpm_triton/engine/device_guard.py: the engine's device current around
 # the runner's work, each graph cache capturing on a stream of its own device, the step's event
-# recorded on the engine's device), so this goes first; tests/gpu/test_second_device_gpu.py skips on
-# one GPU. Needs no patch; main's kernels are unchanged since build/out/session/lib.so.xz was built.
+# recorded on the engine's device) and how its graphs are captured (thread-local mode, as the
+# vocoder's were: tests/gpu/test_graph_capture_threads.py), so this goes first;
+# tests/gpu/test_second_device_gpu.py skips on one GPU. Needs no patch; main's kernels are unchanged since build/out/session/lib.so.xz was built.
 # carry: ["build/out/session"]
 set -u
 source perf/device_call_env.sh
