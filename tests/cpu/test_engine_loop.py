@@ -198,6 +198,42 @@ def test_bad_request_fails_its_stream_only(model):
     loop.stop()
 
 
+class BrokenSink(ListSink):
+    """A sink whose window sends raise (the response sender broke)."""
+
+    def send_window(self, window, new_patches):
+        raise RuntimeError("sender broke")
+
+
+def test_a_failing_delivery_ends_its_stream_and_the_loop_goes_on(model):
+    engine = _engine(model)
+    asked = []
+
+    def flaky_cancel_source(ids):
+        asked.append(ids)
+        if len(asked) == 1:
+            raise OSError("board gone")
+        return []
+
+    # One delivery thread, so every stream and cancellation check depends on it surviving.
+    loop = EngineLoop(engine, cancel_source=flaky_cancel_source, delivery_threads=1)
+    loop.start()
+    broken, good = BrokenSink(), ListSink()
+    loop.submit(_request(model, "broken", [5, 6], 30, seed=0), broken)
+    loop.submit(_request(model, "good", [5, 7], 8, seed=1), good)
+    assert broken.ended.wait(60) and good.ended.wait(60)
+    assert broken.endings == ["fail: delivery failed: RuntimeError: sender broke"]
+    assert good.endings == ["finish"] and len(good.windows) == 8
+    later = ListSink()
+    loop.submit(_request(model, "later", [5, 8], 3, seed=2), later)
+    assert later.ended.wait(60) and later.endings == ["finish"]
+    deadline = time.monotonic() + 10
+    while engine.has_work and time.monotonic() < deadline:
+        time.sleep(0.01)
+    assert engine.live_slots == 0 and len(asked) > 1
+    loop.stop()
+
+
 def test_stop_ends_live_streams_with_an_error(model):
     loop = EngineLoop(_engine(model))
     loop.start()

@@ -189,6 +189,8 @@ class EngineLoop:
             self._report_slots()
 
     def _deliver_loop(self, worker: int) -> None:
+        # Nothing may end this thread but stop(): the engine thread waits on its outbox, so a dead
+        # delivery thread would hang every stream of the instance.
         while True:
             item = self._outboxes[worker].get()
             if item is None:
@@ -197,8 +199,15 @@ class EngineLoop:
                 self._fail_all(item, worker)
                 continue
             for output in item:
-                self._deliver(output)
-            self._drop_cancelled(worker)
+                try:
+                    self._deliver(output)
+                except Exception as exc:
+                    log.exception("delivering a window of stream %s failed", output.request_id)
+                    self._end_failed(output.request_id, f"delivery failed: {type(exc).__name__}: {exc}")
+            try:
+                self._drop_cancelled(worker)
+            except Exception:
+                log.exception("checking for cancelled streams failed; checked again after the next step")
 
     def _report_slots(self) -> None:
         count = self._engine.live_slots
@@ -254,6 +263,18 @@ class EngineLoop:
             with self._lock:
                 self._forget(request_id)
             sink.finish()
+
+    def _end_failed(self, request_id: str, message: str) -> None:
+        """End a stream whose delivery raised: its slot freed, its client told (if it can be)."""
+        self._engine.cancel(request_id)
+        with self._lock:
+            sink = self._sinks.get(request_id)
+            self._forget(request_id)
+        if sink is not None:
+            try:
+                sink.fail(message)
+            except Exception:
+                log.exception("could not send the error of stream %s", request_id)
 
     def _fail_all(self, message: str, worker: int) -> None:
         with self._lock:
