@@ -283,4 +283,7 @@ class EngineLoop:
                 self._forget(request_id)
         for request_id, sink in sinks:
             self._engine.cancel(request_id)
-            sink.fail(message)
+            try:
+                sink.fail(message)
+            except Exception:
+                log.exception("could not send the error of stream %s", request_id)
