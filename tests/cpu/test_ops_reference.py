@@ -180,3 +180,29 @@ def test_validation_names_the_bad_argument():
     with pytest.raises(ValueError, match="slot_ids must be int32"):
         ops.decode_attention(torch.randn(1, 2, 8), torch.randn(1, 1, 4, 8), torch.randn(1, 1, 4, 8),
                              torch.zeros(1, dtype=torch.float32), torch.ones(1, dtype=torch.int32))
+
+
+def test_arguments_a_kernel_would_read_past_are_refused():
+    g = gen(7)
+    q, k, v = (torch.randn(2, h, 8, generator=g) for h in (2, 1, 1))
+    caches = torch.zeros(2, 1, 4, 8), torch.zeros(2, 1, 4, 8)
+    index = torch.zeros(2, dtype=torch.int32)
+    with pytest.raises(ValueError, match="cos and sin must have one shape"):
+        ops.rope_kv_write(q, k, v, *caches, index, index, torch.randn(4, 8), torch.randn(1, 8))
+    with pytest.raises(ValueError, match="k_cache must be"):  # no KV heads: nothing to divide by
+        ops.decode_attention(torch.randn(1, 2, 8), torch.randn(1, 0, 4, 8), torch.randn(1, 0, 4, 8), index[:1],
+                             index[:1])
+    x, weight = torch.randn(3, 32, generator=g), torch.randn(64, 32, generator=g)
+    with pytest.raises(ValueError, match="residual must be"):
+        ops.linear_residual_(x, weight, torch.zeros(3, 64, device="meta"), 1.0)
+    with pytest.raises(ValueError, match="interleaved must be"):  # e.g. the weight of another layer size
+        ops.gate_up_swiglu(x, weight, torch.randn(32, 32, generator=g))
+
+
+def test_an_int64_index_past_int32_does_not_wrap_into_the_cache():
+    g = gen(8)
+    q, k, v = (torch.randn(1, h, 8, generator=g) for h in (2, 1, 1))
+    k_cache, v_cache = torch.zeros(2, 1, 4, 8), torch.zeros(2, 1, 4, 8)
+    for slot, position in ((2**32, 1), (1, 2**32 + 1)):  # int32 wrapping would give slot 0 / position 1
+        ops.rope_kv_write(q, k, v, k_cache, v_cache, torch.tensor([position]), torch.tensor([slot]))
+        assert not k_cache.any() and not v_cache.any()

@@ -119,7 +119,8 @@ def decode_attention(q: torch.Tensor, k_cache: torch.Tensor, v_cache: torch.Tens
     lib.require(q.dim() == 3, f"q must be [batch, q_heads, head_dim], got {tuple(q.shape)}")
     batch, q_heads, head_dim = q.shape
     lib.require(q.is_contiguous(), f"q must be contiguous, got strides {q.stride()}")
-    lib.require(k_cache.dim() == 4 and k_cache.shape[3] == head_dim and q_heads % k_cache.shape[1] == 0,
+    lib.require(k_cache.dim() == 4 and k_cache.shape[3] == head_dim and k_cache.shape[1] > 0
+                and q_heads % k_cache.shape[1] == 0,
                 f"k_cache must be [slots, kv_heads, max_context, {head_dim}] with kv_heads dividing {q_heads}, "
                 f"got {tuple(k_cache.shape)}")
     lib.require(v_cache.shape == k_cache.shape and v_cache.stride() == k_cache.stride(),

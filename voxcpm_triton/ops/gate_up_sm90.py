@@ -127,6 +127,7 @@ def fused(x: torch.Tensor, interleaved: torch.Tensor, schedule: int = 0,
     lib.require(interleaved.shape[0] % WEIGHT_ROWS == 0 and x.shape[1] % 8 == 0,
                 f"weight rows must be a multiple of {WEIGHT_ROWS} and k of 8, got {tuple(interleaved.shape)}")
     lib.require(x.is_contiguous() and interleaved.is_contiguous(), "x and weight must be contiguous")
+    lib.require(interleaved.device == x.device, f"weight must be on x's device {x.device}, got {interleaved.device}")
     lib.require(schedule in SCHEDULES.values(), f"schedule must be one of {SCHEDULES}, got {schedule}")
     if row_scale is not None:
         check_row_scale(row_scale, x.shape[0], x.device)
@@ -150,6 +151,11 @@ def _key(x: torch.Tensor, gate_up_weight: torch.Tensor) -> tuple:
 def gate_up_swiglu(x: torch.Tensor, gate_up_weight: torch.Tensor, interleaved: torch.Tensor | None) -> torch.Tensor:
     """swiglu(x @ gate_up_weight^T) for x [rows, k]: on the CUTLASS kernel where its timing chose
     it for this shape (interleaved: `interleave(gate_up_weight)`), else cuBLAS(Lt) + swiglu."""
+    if interleaved is not None:  # the kernel reads it whole, with TMA: nothing else is checked there
+        lib.require(interleaved.shape == gate_up_weight.shape and interleaved.dtype == gate_up_weight.dtype
+                    and interleaved.device == gate_up_weight.device and interleaved.is_contiguous(),
+                    f"interleaved must be a contiguous copy of gate_up_weight's shape {tuple(gate_up_weight.shape)}, "
+                    f"dtype and device, got {tuple(interleaved.shape)} {interleaved.dtype} on {interleaved.device}")
     if not takes(x, interleaved):
         return _unfused(x, gate_up_weight)
     key = _key(x, gate_up_weight)

@@ -115,8 +115,10 @@ def kernels_loaded() -> bool:
 
 
 def kernel_ready(t: torch.Tensor) -> bool:
-    """True when `t` lives on a CUDA device and the library is loaded, so the CUDA op runs."""
-    return t.is_cuda and t.dtype in _DTYPE_CODES and kernels_loaded()
+    """True when `t` lives on a CUDA device, holds elements and the library is loaded, so the CUDA
+    op runs. An empty tensor takes the reference: its data pointer may be null, which the C entry
+    points refuse."""
+    return t.is_cuda and t.dtype in _DTYPE_CODES and t.numel() > 0 and kernels_loaded()
 
 
 def dtype_code(t: torch.Tensor) -> int:

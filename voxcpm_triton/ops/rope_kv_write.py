@@ -68,10 +68,14 @@ def _(q, k, v, k_cache, v_cache, positions, slot_ids, cos, sin) -> torch.Tensor:
 
 
 def as_int32_index(t: torch.Tensor, name: str, length: int, device: torch.device) -> torch.Tensor:
-    """Validates a per-token/per-stream index vector; int64 is converted (one extra copy: pass int32)."""
+    """Validates a per-token/per-stream index vector; int64 is converted (one extra copy: pass int32),
+    saturating, so that an index past int32 stays out of range instead of wrapping into it."""
     lib.require(t.shape == (length,) and t.device == device and t.dtype in (torch.int32, torch.int64),
                 f"{name} must be int32 [{length}] on {device}, got {tuple(t.shape)} {t.dtype} on {t.device}")
-    return t.contiguous() if t.dtype == torch.int32 else t.to(torch.int32)
+    if t.dtype == torch.int32:
+        return t.contiguous()
+    info = torch.iinfo(torch.int32)
+    return t.clamp(info.min, info.max).to(torch.int32)
 
 
 def rope_kv_write(q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, k_cache: torch.Tensor,
@@ -97,6 +101,9 @@ def rope_kv_write(q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, k_cache: to
                 f"v_cache must have k_cache's shape and strides {tuple(k_cache.shape)} {k_cache.stride()}, "
                 f"got {tuple(v_cache.shape)} {v_cache.stride()}")
     lib.require((cos is None) == (sin is None), "cos and sin must both be given or both be None")
+    lib.require(cos is None or cos.shape == sin.shape,
+                f"cos and sin must have one shape, got {None if cos is None else tuple(cos.shape)} and "
+                f"{None if sin is None else tuple(sin.shape)}")
     if cos is not None:
         for name, t in (("cos", cos), ("sin", sin)):
             lib.require(t.dim() == 2 and t.shape[1] == head_dim and t.shape[0] > 0 and t.dtype == torch.float32

@@ -250,7 +250,11 @@ def takes_normed(x: torch.Tensor, weight: torch.Tensor | None) -> bool:
     return _normed_kernel(x.reshape(-1, x.shape[-1]), weight)
 
 
-def _normed_kernel(flat: torch.Tensor, weight: torch.Tensor) -> bool:
+def _normed_kernel(flat: torch.Tensor, weight: torch.Tensor, norm_weight: torch.Tensor | None = None) -> bool:
+    """Whether the kernel takes these rows with the norm inside (a norm weight it cannot stage, one
+    not 16-byte aligned, sends the call to the separate kernels)."""
+    if norm_weight is not None and norm_weight.data_ptr() % 16 != 0:
+        return False
     return flat.shape[1] <= NORM_MAX_K and _use_kernel(flat, weight)
 
 
@@ -260,7 +264,7 @@ def normed_linear(x: torch.Tensor, weight: torch.Tensor, norm_weight: torch.Tens
     _check(x, weight, "weight")
     _check_norm(x, norm_weight, eps)
     flat = x.reshape(-1, x.shape[-1])
-    if not _normed_kernel(flat, weight):
+    if not _normed_kernel(flat, weight, norm_weight):
         return F.linear(rmsnorm(x, norm_weight, eps), weight)
     return torch.ops.voxcpm.skinny_gemm(flat, weight, ROW_RMS, norm_weight, eps).view(*x.shape[:-1], weight.shape[0])
 
@@ -271,7 +275,7 @@ def normed_gate_up_swiglu(x: torch.Tensor, gate_up_weight: torch.Tensor, norm_we
     _check_gate_up(x, gate_up_weight)
     _check_norm(x, norm_weight, eps)
     flat = x.reshape(-1, x.shape[-1])
-    if not _normed_kernel(flat, gate_up_weight):
+    if not _normed_kernel(flat, gate_up_weight, norm_weight):
         return gate_up_swiglu(rmsnorm(x, norm_weight, eps), gate_up_weight)
     out = torch.ops.voxcpm.skinny_gemm(flat, gate_up_weight, SWIGLU | ROW_RMS, norm_weight, eps)
     return out.view(*x.shape[:-1], gate_up_weight.shape[0] // 2)
@@ -282,9 +286,9 @@ def linear_residual_(x: torch.Tensor, weight: torch.Tensor, residual: torch.Tens
     residual: contiguous [..., out_features] of x's leading shape, not overlapping x."""
     _check(x, weight, "weight")
     lib.require(residual.shape == (*x.shape[:-1], weight.shape[0]) and residual.dtype == x.dtype
-                and residual.is_contiguous(),
-                f"residual must be contiguous {(*x.shape[:-1], weight.shape[0])} {x.dtype}, got "
-                f"{tuple(residual.shape)} {residual.dtype}")
+                and residual.device == x.device and residual.is_contiguous(),
+                f"residual must be contiguous {(*x.shape[:-1], weight.shape[0])} {x.dtype} on {x.device}, got "
+                f"{tuple(residual.shape)} {residual.dtype} on {residual.device}")
     lib.require(not _overlap(x, residual), "residual must not overlap x")
     flat = x.reshape(-1, x.shape[-1])
     if not _use_kernel(flat, weight):

@@ -1,0 +1,39 @@
+"""Inputs at the edges of what the CUDA ops take, on the GPU: empty tensors (whose data pointer may be
+null, which the C entry points refuse) run the reference and give empty results; a norm weight that
+is not 16-byte aligned sends a normed GEMM to the separate kernels instead of an error."""
+
+from __future__ import annotations
+
+import pytest
+import torch
+
+from tests.gpu.op_checks import DEVICE, close, randn
+from voxcpm_triton import ops
+
+pytestmark = [pytest.mark.gpu, pytest.mark.skipif(not torch.cuda.is_available(), reason="needs a CUDA GPU")]
+
+BF16 = torch.bfloat16
+
+
+def test_empty_tensors_give_empty_results():
+    x = torch.empty(0, 1024, dtype=BF16, device=DEVICE)
+    weight = torch.ones(1024, dtype=BF16, device=DEVICE)
+    assert ops.rmsnorm(x, weight, 1e-6).shape == (0, 1024)
+    assert ops.add_rmsnorm(x, torch.empty_like(x), weight, 1e-6).shape == (0, 1024)
+    assert ops.swiglu(torch.empty(0, 2048, dtype=BF16, device=DEVICE)).shape == (0, 1024)
+    assert ops.row_scale(x, 1e-6).shape == (0,)
+    none = torch.empty(0, dtype=torch.int32, device=DEVICE)
+    cache = torch.zeros(2, 2, 16, 128, dtype=BF16, device=DEVICE)
+    q = torch.empty(0, 16, 128, dtype=BF16, device=DEVICE)
+    assert ops.decode_attention(q, cache, cache, none, none).shape == (0, 16, 128)
+    kv = torch.empty(0, 2, 128, dtype=BF16, device=DEVICE)
+    assert ops.rope_kv_write(q, kv, kv, cache, cache.clone(), none, none).shape == (0, 16, 128)
+
+
+def test_a_misaligned_norm_weight_takes_the_separate_kernels():
+    x, weight = randn(4, 1024, dtype=BF16, seed=1), randn(2048, 1024, dtype=BF16, seed=2, scale=0.03)
+    norm = torch.empty(1025, dtype=BF16, device=DEVICE)[1:]  # contiguous, 2 bytes past 16-byte alignment
+    norm.copy_(randn(1024, dtype=BF16, seed=3))
+    assert norm.data_ptr() % 16 != 0
+    expected = torch.nn.functional.linear(ops.rmsnorm(x, norm.clone(), 1e-6), weight)
+    close(ops.normed_linear(x, weight, norm, 1e-6), expected, BF16)
