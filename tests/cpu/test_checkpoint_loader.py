@@ -1,5 +1,5 @@
-"""load_checkpoint: good tiny checkpoints of every variant load; a missing, extra or mis-shaped
-tensor (model or AudioVAE file) fails with the tensor's name in the message; alternative file
+"""load_checkpoint: good tiny checkpoints of every variant load; a missing, extra, mis-shaped or
+mis-typed tensor (model or AudioVAE file) fails with the tensor's name in the message; alternative file
 formats (pytorch_model.bin, audiovae.safetensors) load the same weights."""
 
 from __future__ import annotations
@@ -87,6 +87,27 @@ def test_misshaped_model_tensor_is_named(checkpoints: dict[str, Path], tmp_path:
     folder = _copy(checkpoints["voxcpm0.5b"], tmp_path)
     _edit_model_file(folder, lambda s: s.__setitem__("enc_to_lm_proj.weight", torch.zeros(3, 5)))
     with pytest.raises(CheckpointError, match=r"mis-shaped tensors: enc_to_lm_proj.weight \(file \(3, 5\)"):
+        load_checkpoint(folder)
+
+
+def test_mistyped_tensors_are_named(checkpoints: dict[str, Path], tmp_path: Path) -> None:
+    folder = _copy(checkpoints["voxcpm2"], tmp_path)
+
+    def edit(state: dict) -> None:
+        state["base_lm.embed_tokens.weight"] = state["base_lm.embed_tokens.weight"].to(torch.int64)
+        state["stop_head.weight"] = state["stop_head.weight"].to(torch.bfloat16)  # another float: cast, fine
+
+    _edit_model_file(folder, edit)
+    payload = torch.load(folder / "audiovae.pth", weights_only=True)
+    payload["state_dict"]["decoder.sr_bin_boundaries"] = payload["state_dict"]["decoder.sr_bin_boundaries"].float()
+    torch.save(payload, folder / "audiovae.pth")
+    with pytest.raises(CheckpointError, match=r"mis-typed tensors: base_lm.embed_tokens.weight \(file torch.int64, "
+                                              r"expected torch.float32\)$"):
+        load_checkpoint(folder)
+    _edit_model_file(folder, lambda s: s.__setitem__("base_lm.embed_tokens.weight",
+                                                     s["base_lm.embed_tokens.weight"].float()))
+    with pytest.raises(CheckpointError, match=r"audiovae.pth .*mis-typed tensors: decoder.sr_bin_boundaries "
+                                              r"\(file torch.float32, expected torch.int32\)"):
         load_checkpoint(folder)
 
 

@@ -31,14 +31,27 @@ def read_tensors(path: Path, device: torch.device | str) -> dict[str, torch.Tens
     return payload
 
 
-def check_tensors(file_name: str, expected: dict[str, torch.Size], found: dict[str, torch.Tensor]) -> None:
-    """Raise CheckpointError naming every missing, unexpected and mis-shaped tensor."""
+def _kind(t: torch.Tensor) -> str:
+    if t.dtype == torch.bool:
+        return "bool"
+    return "complex" if t.is_complex() else "floating" if t.is_floating_point() else "integer"
+
+
+def check_tensors(file_name: str, expected: dict[str, torch.Tensor], found: dict[str, torch.Tensor]) -> None:
+    """Raise CheckpointError naming every missing, unexpected, mis-shaped and mis-typed tensor. A
+    tensor's dtype may differ from the model's (it is cast as it loads: bf16 files into an fp32
+    model), but not its kind: a floating-point parameter stored as integers, or an integer buffer
+    stored as floats, is refused."""
     missing = sorted(set(expected) - set(found))
     unexpected = sorted(set(found) - set(expected))
+    present = [name for name in expected if name in found]
     misshaped = sorted(
-        f"{name} (file {tuple(found[name].shape)}, expected {tuple(shape)})"
-        for name, shape in expected.items()
-        if name in found and tuple(found[name].shape) != tuple(shape)
+        f"{name} (file {tuple(found[name].shape)}, expected {tuple(expected[name].shape)})"
+        for name in present if tuple(found[name].shape) != tuple(expected[name].shape)
+    )
+    mistyped = sorted(
+        f"{name} (file {found[name].dtype}, expected {expected[name].dtype})"
+        for name in present if _kind(found[name]) != _kind(expected[name])
     )
     problems = []
     if missing:
@@ -47,5 +60,7 @@ def check_tensors(file_name: str, expected: dict[str, torch.Size], found: dict[s
         problems.append(f"unexpected tensors: {', '.join(unexpected)}")
     if misshaped:
         problems.append(f"mis-shaped tensors: {', '.join(misshaped)}")
+    if mistyped:
+        problems.append(f"mis-typed tensors: {', '.join(mistyped)}")
     if problems:
         raise CheckpointError(f"{file_name} does not match config.json: " + "; ".join(problems))
