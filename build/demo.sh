@@ -8,7 +8,8 @@
 #
 # Environment:
 #   VOXCPM_CHECKPOINT=DIR   serve this checkpoint folder instead of the demo one
-#   DEMO_OUT=FILE           WAV file to write (default out.wav in the repository root)
+#   DEMO_OUT=FILE           WAV file to write (default out.wav in the repository root; a relative
+#                           path is taken from the directory the demo was started in)
 #   DEMO_MAX_SECONDS=S      stop the stream after S seconds of audio (default 5; the random-weight
 #                           demo checkpoint rarely predicts a stop by itself)
 #   TRITON_*                ports/address/config name, as build/tritonserver.sh documents
@@ -18,9 +19,13 @@ set -euo pipefail
 ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
 TEXT="${1:-Hello from VoxCPM, streaming through Triton Inference Server.}"
 OUT_WAV="${DEMO_OUT:-$ROOT/out.wav}"
+case "$OUT_WAV" in /*) ;; *) OUT_WAV="$PWD/$OUT_WAV" ;; esac
 MAX_SECONDS="${DEMO_MAX_SECONDS:-5}"
 
 bash "$ROOT/build/setup.sh"
+# The server listens on loopback: never through an HTTP proxy that a machine reaching its package
+# index through one may set for every address.
+export no_proxy="127.0.0.1,localhost${no_proxy:+,$no_proxy}" NO_PROXY="127.0.0.1,localhost${NO_PROXY:+,$NO_PROXY}"
 
 PY="$ROOT/build/out/venv/bin/python"
 LOG_DIR="$ROOT/build/out/demo"
@@ -59,13 +64,20 @@ trap stop_server EXIT
 
 STARTED=$(date +%s)
 "$PY" - "$TRITON_HTTP_PORT" "$SERVER_PID" <<'EOF' || { echo "[demo] tritonserver did not become ready; last lines of $LOG:" >&2; tail -n 40 "$LOG" >&2; exit 1; }
-import os, sys, time, urllib.request
+import sys, time, urllib.request
 port, pid = sys.argv[1], int(sys.argv[2])
+
+def running():
+    # A server that exited stays a zombie until this script's shell reaps it: /proc tells them apart.
+    try:
+        with open(f"/proc/{pid}/stat") as stat:
+            return stat.read().rpartition(")")[2].split()[0] != "Z"
+    except FileNotFoundError:
+        return False
+
 deadline = time.monotonic() + 300
 while time.monotonic() < deadline:
-    try:
-        os.kill(pid, 0)
-    except ProcessLookupError:
+    if not running():
         sys.exit(1)
     try:
         with urllib.request.urlopen(f"http://127.0.0.1:{port}/v2/health/ready", timeout=2) as reply:

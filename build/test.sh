@@ -13,6 +13,9 @@ ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
 bash "$ROOT/build/setup.sh"
 
 cd "$ROOT"
+# The server tier's tritonservers listen on loopback: never through an HTTP proxy that a machine
+# reaching its package index through one may set for every address.
+export no_proxy="127.0.0.1,localhost${no_proxy:+,$no_proxy}" NO_PROXY="127.0.0.1,localhost${NO_PROXY:+,$NO_PROXY}"
 status=0
 "$ROOT/build/out/venv/bin/python" -m pytest -rs --durations=10 "$@" || status=$?
 if [ "$status" -eq 5 ]; then

@@ -96,7 +96,9 @@ for region in /dev/shm/voxcpm_*_* /dev/shm/voxcpm-backlog-* /dev/shm/voxcpm-canc
         *) pid="${region##*-}"; pid="${pid%%.*}" ;;
     esac
     case "$pid" in '' | *[!0-9]*) continue ;; esac
-    kill -0 "$pid" 2>/dev/null || rm -rf "$region"
+    # /proc, not kill -0: another user's live server answers kill -0 with "not permitted". What is
+    # not ours to remove (another user's, in the sticky /dev/shm) stays.
+    [ -d "/proc/$pid" ] || rm -rf "$region" 2>/dev/null || true
 done
 # Private MPS daemons of servers that are gone (VOXCPM_MPS=1 below), named by the server's PID.
 for folder in "$OUT"/mps/*/; do

@@ -54,8 +54,12 @@ def _progress(stats: StreamStats) -> str:
 def main(argv: list[str] | None = None) -> int:
     args = parse_args(argv)
     client = VoxCPMClient(args.url)
-    prompt_audio, prompt_rate = _read_wav(args.prompt_wav)
-    reference_audio, reference_rate = _read_wav(args.reference_wav)
+    try:
+        prompt_audio, prompt_rate = _read_wav(args.prompt_wav)
+        reference_audio, reference_rate = _read_wav(args.reference_wav)
+    except (OSError, RuntimeError) as exc:  # soundfile's errors (LibsndfileError) are RuntimeErrors
+        print(f"cannot read the voice's audio: {exc}", file=sys.stderr)
+        return 2
     voice = dict(prompt_audio=prompt_audio, prompt_sample_rate=prompt_rate, prompt_text=args.prompt_text,
                  reference_audio=reference_audio, reference_sample_rate=reference_rate)
     try:

@@ -13,6 +13,8 @@ import numpy as np
 import tritonclient.grpc as grpcclient
 from tritonclient.utils import InferenceServerException
 
+INT32_MAX = 2**31 - 1  # tritonclient's message size limit (its MAX_GRPC_MESSAGE_SIZE)
+
 MODEL = "voxcpm"
 DECODER = "ar_decoder"
 
@@ -98,6 +100,39 @@ def build_inputs(
     return [_tensor(name, value) for name, value in values.items()]
 
 
+LOOPBACK_HOSTS = ("127.0.0.1", "localhost", "[::1]")
+
+
+def connect(url: str) -> grpcclient.InferenceServerClient:
+    """A gRPC client for `url` with tritonclient's own channel settings (messages of any size,
+    keepalive); to a server on this machine it never goes through an HTTP proxy, which a machine
+    that reaches its package index through one may have set for every address (http_proxy without a
+    no_proxy for loopback)."""
+    host = url.rpartition(":")[0] or url
+    if host not in LOOPBACK_HOSTS:
+        return grpcclient.InferenceServerClient(url)
+    keepalive = grpcclient.KeepAliveOptions()
+    return grpcclient.InferenceServerClient(url, channel_args=[
+        ("grpc.max_send_message_length", INT32_MAX),
+        ("grpc.max_receive_message_length", INT32_MAX),
+        ("grpc.keepalive_time_ms", keepalive.keepalive_time_ms),
+        ("grpc.keepalive_timeout_ms", keepalive.keepalive_timeout_ms),
+        ("grpc.keepalive_permit_without_calls", keepalive.keepalive_permit_without_calls),
+        ("grpc.http2.max_pings_without_data", keepalive.http2_max_pings_without_data),
+        ("grpc.enable_http_proxy", 0),
+    ])
+
+
+def _first_error(replies: queue.Queue, raised: InferenceServerException) -> str:
+    """Why a stream could not start: the error its callback got (the connection's), which the one
+    raised only points to, if it comes within a second."""
+    try:
+        _, error = replies.get(timeout=1.0)
+    except queue.Empty:
+        error = None
+    return (error if isinstance(error, InferenceServerException) else raised).message()
+
+
 class VoxCPMClient:
     """`url` is the server's gRPC address (host:port). One client may run one stream at a time;
     use one client per concurrent stream."""
@@ -116,13 +151,17 @@ class VoxCPMClient:
         server: see _end_early."""
         stats = stats if stats is not None else StreamStats()
         replies: queue.Queue = queue.Queue()
-        client = grpcclient.InferenceServerClient(self.url)
+        client = connect(self.url)
         request_id = uuid.uuid4().hex
         finished = False
         try:
-            client.start_stream(callback=lambda result, error: replies.put((result, error)))
-            stats.started = time.perf_counter()
-            client.async_stream_infer(self.model, inputs, request_id=request_id, enable_empty_final_response=True)
+            try:
+                client.start_stream(callback=lambda result, error: replies.put((result, error)))
+                stats.started = time.perf_counter()
+                client.async_stream_infer(self.model, inputs, request_id=request_id, enable_empty_final_response=True)
+            except InferenceServerException as exc:  # e.g. nothing listens at the address
+                finished = True
+                raise VoxCPMError(f"could not stream from {self.url}: {_first_error(replies, exc)}") from None
             while True:
                 try:
                     result, error = replies.get(timeout=self.timeout_s)
@@ -154,8 +193,10 @@ class VoxCPMClient:
                     finished = self._end_early(client, replies, request_id)
             finally:
                 # gRPC cancellation is the fallback when the decoder could not be asked.
-                client.stop_stream(cancel_requests=not finished)
-                client.close()
+                try:
+                    client.stop_stream(cancel_requests=not finished)
+                finally:
+                    client.close()
 
     def _end_early(self, client: grpcclient.InferenceServerClient, replies: queue.Queue, request_id: str) -> bool:
         """Ask the decoder to end stream `request_id` and wait for its final response.

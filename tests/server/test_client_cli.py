@@ -1,6 +1,7 @@
 """The client CLI streams text into a WAV file and reports first-chunk latency and RTF; it
 registers a voice from a WAV file and reuses it by name, and sends a reference voice and NORMALIZE."""
 
+import os
 import subprocess
 import sys
 
@@ -13,8 +14,9 @@ from tritonserver_process import REPO
 pytestmark = pytest.mark.server
 
 
-def _cli(*args: str) -> subprocess.CompletedProcess:
-    return subprocess.run([sys.executable, "-m", "client", *args], cwd=REPO, capture_output=True, text=True, timeout=120)
+def _cli(*args: str, env: dict[str, str] | None = None) -> subprocess.CompletedProcess:
+    return subprocess.run([sys.executable, "-m", "client", *args], cwd=REPO, capture_output=True, text=True, timeout=120,
+                          env=env)
 
 
 def test_cli_writes_wav_and_reports_latency(triton_server, tmp_path):
@@ -64,3 +66,26 @@ def test_cli_reports_server_errors(triton_server, tmp_path):
     run = _cli("Hi.", "-o", str(tmp_path / "x.wav"), "--url", triton_server.grpc_url, "--voice-id", "nobody")
     assert run.returncode == 1
     assert "VOICE_ID 'nobody' is not registered" in run.stderr
+
+
+def test_cli_reaches_a_local_server_past_an_http_proxy_setting(triton_server, tmp_path):
+    # A machine that reaches its package index through a proxy may set one for every address.
+    dead_proxy = "http://127.0.0.1:9"
+    env = {key: value for key, value in os.environ.items() if key.lower() != "no_proxy"}
+    env.update(http_proxy=dead_proxy, https_proxy=dead_proxy, HTTP_PROXY=dead_proxy, HTTPS_PROXY=dead_proxy)
+    run = _cli("Hello.", "-o", str(tmp_path / "out.wav"), "--url", triton_server.grpc_url, "--max-seconds", "0.2",
+               env=env)
+    assert run.returncode == 0, run.stderr
+
+
+def test_cli_without_a_server_says_so(tmp_path):
+    import socket
+    with socket.socket() as unused:
+        unused.bind(("127.0.0.1", 0))
+        port = unused.getsockname()[1]
+    run = _cli("Hello.", "-o", str(tmp_path / "out.wav"), "--url", f"127.0.0.1:{port}")
+    assert run.returncode == 1 and "Traceback" not in run.stderr
+    # Whether the refusal is seen as the stream starts or on its first reply, the cause is named.
+    assert run.stderr.startswith("server error: ") and "failed to connect" in run.stderr, run.stderr
+    run = _cli("Hello.", "--url", f"127.0.0.1:{port}", "--reference-wav", str(tmp_path / "missing.wav"))
+    assert run.returncode == 2 and run.stderr.startswith("cannot read the voice's audio"), run.stderr

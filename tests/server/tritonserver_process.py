@@ -76,17 +76,20 @@ def clean_stale_shm() -> None:
     (voxcpm_triton.serving.cancel_board, window_backlog, window_acks, voxcpm_triton.voice_cache) of
     servers no longer running."""
     live = live_shm_names()
-    for pattern in SHM_PATTERNS:
-        for path in Path("/dev/shm").glob(pattern):
-            if path.name not in live and path.is_file():
-                path.unlink(missing_ok=True)
+    stale = [path for pattern in SHM_PATTERNS for path in Path("/dev/shm").glob(pattern)
+             if path.name not in live and path.is_file()]
     for path in [path for kind in ("cancel", "backlog", "acks", "voices") for path in Path("/dev/shm").glob(f"voxcpm-{kind}-*")]:
         pid = path.name.split("-")[2].split(".")[0]
         if pid.isdigit() and not Path(f"/proc/{pid}").exists():
-            if path.is_dir():
-                shutil.rmtree(path, ignore_errors=True)
-            else:
+            stale.append(path)
+    for path in stale:
+        if path.is_dir():
+            shutil.rmtree(path, ignore_errors=True)
+        else:
+            try:
                 path.unlink(missing_ok=True)
+            except PermissionError:  # another user's, in the sticky /dev/shm: not ours to remove
+                pass
 
 
 @dataclass
