@@ -10,6 +10,11 @@ instances of one server share: by default on tmpfs, named by the server's PID (`
 one the text_encoder's `voice_folder` setting names, which several servers may share and which
 outlives them. One file per voice, written whole and renamed into place, its modification time the
 voice's last use: a voice registered through one instance (or server) is known to every other.
+
+A voice's latents belong to the AudioVAE that encoded them, so a cache keeps voices under its
+`latent_space` (`latent_space_key`): text_encoders of different checkpoints that share a folder
+(VoxCPM2 beside VoxCPM1.5 in one server, say) each see only the voices registered through their own
+AudioVAE, while a fine-tune that keeps the AudioVAE sees its base model's.
 """
 
 from __future__ import annotations
@@ -28,6 +33,16 @@ MAX_VOICE_ID_LENGTH = 128
 
 def voices_folder(server_pid: int) -> Path:
     return Path("/dev/shm") / f"voxcpm-voices-{server_pid}"
+
+
+def latent_space_key(audio_vae: torch.nn.Module) -> str:
+    """A digest of the AudioVAE encoder's weights: the same for every checkpoint whose voices are
+    interchangeable, different for any other."""
+    digest = hashlib.sha1()
+    for name, tensor in sorted(audio_vae.encoder.state_dict().items()):
+        digest.update(name.encode())
+        digest.update(tensor.detach().to("cpu").contiguous().view(torch.uint8).numpy())
+    return digest.hexdigest()[:16]
 
 
 @dataclass(frozen=True)
@@ -51,13 +66,15 @@ class UnknownVoiceError(KeyError):
 
 
 class VoiceCache:
-    def __init__(self, folder: Path, capacity: int = 1024, owned: bool = False) -> None:
+    def __init__(self, folder: Path, capacity: int = 1024, owned: bool = False, latent_space: str = "") -> None:
         """owned: the folder is this server's own (voices_folder), so the last of its caches to
-        close removes it with its voices; a folder named by a setting outlives the server."""
+        close removes it with its voices; a folder named by a setting outlives the server.
+        latent_space: latent_space_key of the AudioVAE whose voices this cache holds."""
         if capacity < 1:
             raise ValueError(f"voice cache capacity={capacity}; must be >= 1")
         self.capacity = capacity
         self.folder = folder
+        self.latent_space = latent_space
         self._claim = claim(folder) if owned else None
         self.folder.mkdir(parents=True, exist_ok=True)
 
@@ -75,19 +92,23 @@ class VoiceCache:
         return voice_id
 
     def _path(self, voice_id: str) -> Path:
-        return self.folder / f"{hashlib.sha1(voice_id.encode()).hexdigest()}.pt"
+        return self.folder / f"{hashlib.sha1(f'{self.latent_space}/{voice_id}'.encode()).hexdigest()}.pt"
 
     def put(self, voice_id: str, voice: CachedVoice) -> None:
         """Register (or replace) a voice."""
         self.check_id(voice_id)
         path = self._path(voice_id)
-        temporary = path.with_suffix(f".{os.getpid()}.tmp")
-        stored = {"voice_id": voice_id, "prompt_text": voice.prompt_text}
+        # Unique among the processes (of any host) that share the folder.
+        temporary = path.with_suffix(f".{os.getpid()}.{os.urandom(4).hex()}.tmp")
+        stored = {"voice_id": voice_id, "latent_space": self.latent_space, "prompt_text": voice.prompt_text}
         for part in ("prompt", "reference"):
             latents = getattr(voice, part)
             stored[part] = None if latents is None else latents.cpu()
-        torch.save(stored, temporary)
-        temporary.replace(path)  # atomic: other instances never read a half-written voice
+        try:
+            torch.save(stored, temporary)
+            temporary.replace(path)  # atomic: other instances never read a half-written voice
+        finally:
+            temporary.unlink(missing_ok=True)  # a failed write (a full tmpfs) leaves nothing behind
         self._evict()
 
     def get(self, voice_id: str) -> CachedVoice:
@@ -97,7 +118,12 @@ class VoiceCache:
             stored = torch.load(path, weights_only=True)
         except FileNotFoundError:
             stored = None
-        if stored is None or stored["voice_id"] != voice_id:
+        except Exception:  # damaged (a crash mid-write on a shared disk): gone, to be registered again
+            path.unlink(missing_ok=True)
+            raise UnknownVoiceError(f"VOICE_ID {voice_id!r} could not be read back; register it again by sending "
+                                    "its audio with this VOICE_ID") from None
+        if (not isinstance(stored, dict) or stored.get("voice_id") != voice_id
+                or stored.get("latent_space", "") != self.latent_space):
             raise UnknownVoiceError(
                 f"VOICE_ID {voice_id!r} is not registered; register it by sending PROMPT_AUDIO (with PROMPT_TEXT) "
                 "or REFERENCE_AUDIO together with this VOICE_ID once"

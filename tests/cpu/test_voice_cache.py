@@ -124,3 +124,46 @@ def test_the_text_encoder_setting_names_the_folder(tmp_path, monkeypatch):
     assert voice_folder({"voice_folder": "voices"}, model_folder, 4242) == (tmp_path / "model_repository" / "voices").resolve()
     monkeypatch.setenv(VOICE_FOLDER_ENV, str(tmp_path / "elsewhere"))
     assert voice_folder({"voice_folder": "voices"}, model_folder, 4242) == (tmp_path / "elsewhere").resolve()
+
+
+def test_voices_of_another_audio_vae_are_not_seen(tmp_path):
+    # Two checkpoints' text_encoders sharing one folder (VoxCPM2 beside VoxCPM1.5 in one server).
+    v2, v15 = VoiceCache(tmp_path, latent_space="aaaa"), VoiceCache(tmp_path, latent_space="bbbb")
+    v2.put("alice", _voice(1.0))
+    with pytest.raises(UnknownVoiceError, match="'alice' is not registered"):
+        v15.get("alice")
+    v15.put("alice", _voice(2.0))  # each keeps its own
+    assert torch.equal(v2.get("alice").prompt, torch.full((2, 4, 8), 1.0))
+    assert torch.equal(v15.get("alice").prompt, torch.full((2, 4, 8), 2.0))
+
+
+def test_the_latent_space_follows_the_audio_vae_encoder(tmp_path):
+    from voxcpm_triton.checkpoint.loader import load_checkpoint
+    from voxcpm_triton.checkpoint.make import make_checkpoint
+    from voxcpm_triton.voice_cache import latent_space_key
+
+    keys = {}
+    for variant, seed in (("voxcpm2", 0), ("voxcpm2", 0), ("voxcpm2", 1), ("voxcpm1.5", 0)):
+        folder = make_checkpoint(tmp_path / f"{variant}-{seed}-{len(keys)}", variant, size="tiny", seed=seed)
+        keys.setdefault((variant, seed), set()).add(latent_space_key(load_checkpoint(folder, with_model=False).audio_vae))
+    assert all(len(found) == 1 for found in keys.values())  # the same weights, the same key
+    assert len({next(iter(found)) for found in keys.values()}) == 3
+
+
+def test_a_damaged_voice_file_reads_as_unregistered_and_a_failed_write_leaves_nothing(tmp_path, monkeypatch):
+    cache = VoiceCache(tmp_path)
+    cache.put("alice", _voice(1.0))
+    [stored] = tmp_path.glob("*.pt")
+    stored.write_bytes(stored.read_bytes()[:20])
+    with pytest.raises(UnknownVoiceError, match="'alice' could not be read back; register it again"):
+        cache.get("alice")
+    assert not stored.exists()
+
+    def full_tmpfs(obj, path):
+        Path(path).write_bytes(b"partial")
+        raise OSError(28, "No space left on device")
+
+    monkeypatch.setattr(torch, "save", full_tmpfs)
+    with pytest.raises(OSError, match="No space"):
+        cache.put("bob", _voice(2.0))
+    assert list(tmp_path.iterdir()) == []

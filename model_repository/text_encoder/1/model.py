@@ -10,7 +10,7 @@ from voxcpm_triton.frontend import Frontend
 from voxcpm_triton.serving import model_settings
 from voxcpm_triton.serving.orphan_guard import exit_with_server
 from voxcpm_triton.serving.text_encoding import TextEncoding
-from voxcpm_triton.voice_cache import VoiceCache, voices_folder
+from voxcpm_triton.voice_cache import VoiceCache, latent_space_key, voices_folder
 
 
 class TritonPythonModel:
@@ -24,7 +24,8 @@ class TritonPythonModel:
         # The server's own tmpfs folder goes with its last instance; one a setting names outlives it.
         server = os.getppid()
         voice_folder = model_settings.voice_folder(parameters, args["model_repository"], server)
-        voices = VoiceCache(voice_folder, capacity, owned=voice_folder == voices_folder(server))
+        voices = VoiceCache(voice_folder, capacity, owned=voice_folder == voices_folder(server),
+                            latent_space=latent_space_key(vae))
         self.encoding = TextEncoding(Frontend(loaded), voices, seconds_per_patch)
         pb_utils.Logger.log_info(f"text_encoder: checkpoint {folder} on {device}, voices in {voice_folder}")
 
