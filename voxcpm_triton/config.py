@@ -16,6 +16,7 @@ from typing import Any
 
 ARCHITECTURES = ("voxcpm2", "voxcpm")
 DTYPES = ("float32", "bfloat16", "float16")
+DTYPE_ALIASES = {"fp32": "float32", "bf16": "bfloat16", "fp16": "float16"}  # the reference's get_dtype takes them
 
 # Special text tokens the reference hard-codes (its config.json does not carry them).
 AUDIO_START_TOKEN = 101
@@ -72,10 +73,58 @@ def _require(section: dict[str, Any], key: str, where: str) -> Any:
     return section[key]
 
 
-def _positive_int(value: Any, name: str) -> int:
+def positive_int(value: Any, name: str) -> int:
     if isinstance(value, bool) or not isinstance(value, int) or value <= 0:
         raise ConfigError(f"config.json: '{name}' must be a positive integer, got {value!r}")
     return value
+
+
+# The reference reads config.json through pydantic, whose lax mode also takes these spellings.
+_TRUE = ("true", "1", "yes", "on")
+_FALSE = ("false", "0", "no", "off")
+
+
+def boolean(value: Any, name: str) -> bool:
+    if isinstance(value, bool):
+        return value
+    if isinstance(value, int) and value in (0, 1):
+        return bool(value)
+    if isinstance(value, str) and value.strip().lower() in _TRUE + _FALSE:
+        return value.strip().lower() in _TRUE
+    raise ConfigError(f"config.json: '{name}' must be true or false, got {value!r}")
+
+
+def integer(value: Any, name: str) -> int:
+    if isinstance(value, float) and value.is_integer():
+        value = int(value)
+    if isinstance(value, bool) or not isinstance(value, int):
+        raise ConfigError(f"config.json: '{name}' must be an integer, got {value!r}")
+    return value
+
+
+def number(value: Any, name: str) -> float:
+    if isinstance(value, str):
+        try:
+            value = float(value)
+        except ValueError:
+            pass
+    if isinstance(value, bool) or not isinstance(value, (int, float)) or not math.isfinite(value):
+        raise ConfigError(f"config.json: '{name}' must be a finite number, got {value!r}")
+    return float(value)
+
+
+def _section(raw: dict[str, Any], key: str, where: str, required: bool = True) -> dict[str, Any]:
+    """A nested object of config.json ({} where it is optional and absent or null)."""
+    value = _require(raw, key, where) if required else raw.get(key)
+    if value is None and not required:
+        return {}
+    if not isinstance(value, dict):
+        raise ConfigError(f"config.json: '{where}{key}' must be a JSON object, got {value!r}")
+    return value
+
+
+def _kv_channels(value: Any, name: str) -> int | None:
+    return None if value is None else positive_int(value, name)
 
 
 @dataclass(frozen=True)
@@ -188,7 +237,7 @@ class ModelConfig:
     @property
     def sample_rate(self) -> int:
         """Sample rate of the decoded (output) audio."""
-        return int(self.audio_vae.get("out_sample_rate", self.audio_vae["sample_rate"]))
+        return output_sample_rate(self.architecture, self.audio_vae)
 
     @property
     def encode_sample_rate(self) -> int:
@@ -224,6 +273,14 @@ class ModelConfig:
         )
 
 
+def output_sample_rate(architecture: str, audio_vae: dict[str, Any]) -> int:
+    """VoxCPM2's AudioVAE decodes at its out_sample_rate; VoxCPM1.x's at the rate it encodes (its
+    config class has no out_sample_rate, and a key of that name means nothing to it)."""
+    if architecture == "voxcpm2":
+        return int(audio_vae.get("out_sample_rate", audio_vae["sample_rate"]))
+    return int(audio_vae["sample_rate"])
+
+
 def detect_architecture(raw: dict[str, Any]) -> str:
     arch = str(raw.get("architecture", "voxcpm")).lower()
     if arch not in ARCHITECTURES:
@@ -240,39 +297,45 @@ def _variant(architecture: str, patch_size: int, sample_rate: int) -> str:
 
 def _parse_lm(raw: dict[str, Any]) -> LMConfig:
     where = "lm_config."
-    rope = _require(raw, "rope_scaling", where)
+    rope = _section(raw, "rope_scaling", where)
     rope_where = where + "rope_scaling."
+    factors = {}
+    for name in ("long_factor", "short_factor"):
+        values = _require(rope, name, rope_where)
+        if not isinstance(values, list):
+            raise ConfigError(f"config.json: '{rope_where}{name}' must be a list of numbers, got {values!r}")
+        factors[name] = tuple(number(x, rope_where + name) for x in values)
     rope_scaling = RopeScaling(
         type=str(_require(rope, "type", rope_where)),
-        long_factor=tuple(float(x) for x in _require(rope, "long_factor", rope_where)),
-        short_factor=tuple(float(x) for x in _require(rope, "short_factor", rope_where)),
-        original_max_position_embeddings=_positive_int(
+        long_factor=factors["long_factor"],
+        short_factor=factors["short_factor"],
+        original_max_position_embeddings=positive_int(
             _require(rope, "original_max_position_embeddings", rope_where),
             rope_where + "original_max_position_embeddings",
         ),
     )
     lm = LMConfig(
-        hidden_size=_positive_int(_require(raw, "hidden_size", where), where + "hidden_size"),
-        intermediate_size=_positive_int(_require(raw, "intermediate_size", where), where + "intermediate_size"),
-        num_hidden_layers=_positive_int(_require(raw, "num_hidden_layers", where), where + "num_hidden_layers"),
-        num_attention_heads=_positive_int(_require(raw, "num_attention_heads", where),
+        hidden_size=positive_int(_require(raw, "hidden_size", where), where + "hidden_size"),
+        intermediate_size=positive_int(_require(raw, "intermediate_size", where), where + "intermediate_size"),
+        num_hidden_layers=positive_int(_require(raw, "num_hidden_layers", where), where + "num_hidden_layers"),
+        num_attention_heads=positive_int(_require(raw, "num_attention_heads", where),
                                           where + "num_attention_heads"),
-        num_key_value_heads=_positive_int(_require(raw, "num_key_value_heads", where),
+        num_key_value_heads=positive_int(_require(raw, "num_key_value_heads", where),
                                           where + "num_key_value_heads"),
-        vocab_size=int(_require(raw, "vocab_size", where)),
-        rms_norm_eps=float(_require(raw, "rms_norm_eps", where)),
-        rope_theta=float(_require(raw, "rope_theta", where)),
+        vocab_size=integer(_require(raw, "vocab_size", where), where + "vocab_size"),
+        rms_norm_eps=number(_require(raw, "rms_norm_eps", where), where + "rms_norm_eps"),
+        rope_theta=number(_require(raw, "rope_theta", where), where + "rope_theta"),
         rope_scaling=rope_scaling,
-        max_position_embeddings=_positive_int(_require(raw, "max_position_embeddings", where),
+        max_position_embeddings=positive_int(_require(raw, "max_position_embeddings", where),
                                               where + "max_position_embeddings"),
-        use_mup=bool(raw.get("use_mup", True)),
-        scale_emb=float(_require(raw, "scale_emb", where)),
-        dim_model_base=int(_require(raw, "dim_model_base", where)),
-        scale_depth=float(_require(raw, "scale_depth", where)),
-        bos_token_id=int(_require(raw, "bos_token_id", where)),
-        eos_token_id=int(_require(raw, "eos_token_id", where)),
-        kv_channels=raw.get("kv_channels"),
-        no_rope=bool(raw.get("no_rope", False)),
+        use_mup=boolean(raw.get("use_mup", True), where + "use_mup"),
+        scale_emb=number(_require(raw, "scale_emb", where), where + "scale_emb"),
+        dim_model_base=integer(_require(raw, "dim_model_base", where), where + "dim_model_base"),
+        scale_depth=number(_require(raw, "scale_depth", where), where + "scale_depth"),
+        bos_token_id=integer(_require(raw, "bos_token_id", where), where + "bos_token_id"),
+        eos_token_id=integer(_require(raw, "eos_token_id", where), where + "eos_token_id"),
+        kv_channels=_kv_channels(raw.get("kv_channels"), where + "kv_channels"),
+        no_rope=boolean(raw.get("no_rope", False), where + "no_rope"),
     )
     if lm.num_attention_heads % lm.num_key_value_heads:
         raise ConfigError(
@@ -290,19 +353,25 @@ def _parse_lm(raw: dict[str, Any]) -> LMConfig:
 def _parse_local(raw: dict[str, Any], where: str) -> LocalStackConfig:
     defaults = LocalStackConfig(hidden_dim=1024, ffn_dim=4096, num_heads=16, num_layers=4)
     return LocalStackConfig(
-        hidden_dim=_positive_int(raw.get("hidden_dim", defaults.hidden_dim), where + "hidden_dim"),
-        ffn_dim=_positive_int(raw.get("ffn_dim", defaults.ffn_dim), where + "ffn_dim"),
-        num_heads=_positive_int(raw.get("num_heads", defaults.num_heads), where + "num_heads"),
-        num_layers=_positive_int(raw.get("num_layers", defaults.num_layers), where + "num_layers"),
-        kv_channels=raw.get("kv_channels"),
+        hidden_dim=positive_int(raw.get("hidden_dim", defaults.hidden_dim), where + "hidden_dim"),
+        ffn_dim=positive_int(raw.get("ffn_dim", defaults.ffn_dim), where + "ffn_dim"),
+        num_heads=positive_int(raw.get("num_heads", defaults.num_heads), where + "num_heads"),
+        num_layers=positive_int(raw.get("num_layers", defaults.num_layers), where + "num_layers"),
+        kv_channels=_kv_channels(raw.get("kv_channels"), where + "kv_channels"),
     )
 
 
 def _parse_cfm(raw: dict[str, Any]) -> CfmConfig:
     known = {name: raw[name] for name in CfmConfig.__dataclass_fields__ if name in raw}
+    where = "dit_config.cfm_config."
     for name in ("ratio_r_neq_t_range", "noise_cond_prob_range"):
         if name in known:
-            known[name] = tuple(known[name])
+            if not isinstance(known[name], list):
+                raise ConfigError(f"config.json: '{where}{name}' must be a list of numbers, got {known[name]!r}")
+            known[name] = tuple(number(x, where + name) for x in known[name])
+    for name in ("sigma_min", "training_cfg_rate", "inference_cfg_rate", "noise_cond_scale"):
+        if name in known:
+            known[name] = number(known[name], where + name)
     cfm = CfmConfig(**known)
     if cfm.solver != "euler":
         raise ConfigError(f"config.json: dit_config.cfm_config.solver must be 'euler', got {cfm.solver!r}")
@@ -315,39 +384,41 @@ def parse_config(raw: dict[str, Any]) -> ModelConfig:
         raise ConfigError(f"config.json must hold a JSON object, got {type(raw).__name__}")
     arch = detect_architecture(raw)
     top = {**_TOP_DEFAULTS[arch], **{k: raw[k] for k in _TOP_DEFAULTS[arch] if k in raw}}
-    lm = _parse_lm(_require(raw, "lm_config", ""))
-    dit_raw = _require(raw, "dit_config", "")
-    cfm_raw = _require(dit_raw, "cfm_config", "dit_config.")
+    lm = _parse_lm(_section(raw, "lm_config", ""))
+    dit_raw = _section(raw, "dit_config", "")
+    cfm_raw = _section(dit_raw, "cfm_config", "dit_config.")
     # VoxCPM2 keeps the mean-mode switch inside dit_config, VoxCPM1.x at the top level.
-    mean_mode = bool(dit_raw.get("dit_mean_mode", False) if arch == "voxcpm2" else raw.get("dit_mean_mode", False))
-    audio_vae = {**AUDIO_VAE_DEFAULTS[arch], **(raw.get("audio_vae_config") or {})}
+    mean_mode = boolean(dit_raw.get("dit_mean_mode", False) if arch == "voxcpm2" else raw.get("dit_mean_mode", False),
+                      "dit_mean_mode")
+    audio_vae = {**AUDIO_VAE_DEFAULTS[arch], **_section(raw, "audio_vae_config", "", required=False)}
     dtype = str(raw.get("dtype", "bfloat16"))
+    dtype = DTYPE_ALIASES.get(dtype, dtype)
     if dtype not in DTYPES:
         raise ConfigError(f"config.json: 'dtype' must be one of {DTYPES}, got {dtype!r}")
-    patch_size = _positive_int(top["patch_size"], "patch_size")
-    feat_dim = _positive_int(raw.get("feat_dim", 64), "feat_dim")
+    patch_size = positive_int(top["patch_size"], "patch_size")
+    feat_dim = positive_int(raw.get("feat_dim", 64), "feat_dim")
     if audio_vae["latent_dim"] != feat_dim:
         raise ConfigError(
             f"config.json: audio_vae_config.latent_dim ({audio_vae['latent_dim']}) must equal feat_dim ({feat_dim})"
         )
-    sample_rate = int(audio_vae.get("out_sample_rate", audio_vae["sample_rate"]))
+    sample_rate = output_sample_rate(arch, audio_vae)
     config = ModelConfig(
         architecture=arch,
         variant=_variant(arch, patch_size, sample_rate),
         lm=lm,
         patch_size=patch_size,
         feat_dim=feat_dim,
-        residual_lm_num_layers=_positive_int(top["residual_lm_num_layers"], "residual_lm_num_layers"),
-        residual_lm_no_rope=bool(raw.get("residual_lm_no_rope", False)),
-        scalar_quantization_latent_dim=_positive_int(top["scalar_quantization_latent_dim"],
+        residual_lm_num_layers=positive_int(top["residual_lm_num_layers"], "residual_lm_num_layers"),
+        residual_lm_no_rope=boolean(raw.get("residual_lm_no_rope", False), "residual_lm_no_rope"),
+        scalar_quantization_latent_dim=positive_int(top["scalar_quantization_latent_dim"],
                                                      "scalar_quantization_latent_dim"),
-        scalar_quantization_scale=_positive_int(raw.get("scalar_quantization_scale", 9), "scalar_quantization_scale"),
-        encoder=_parse_local(_require(raw, "encoder_config", ""), "encoder_config."),
+        scalar_quantization_scale=positive_int(raw.get("scalar_quantization_scale", 9), "scalar_quantization_scale"),
+        encoder=_parse_local(_section(raw, "encoder_config", ""), "encoder_config."),
         dit=_parse_local(dit_raw, "dit_config."),
         dit_mean_mode=mean_mode,
         cfm=_parse_cfm(cfm_raw),
         audio_vae=audio_vae,
-        max_length=_positive_int(top["max_length"], "max_length"),
+        max_length=positive_int(top["max_length"], "max_length"),
         dtype=dtype,
         raw=raw,
     )

@@ -79,7 +79,14 @@ def test_missing_key_is_named():
      (lambda r: r["encoder_config"].update(kv_channels=None), "encoder_config head size 12"),
      (lambda r: r.update(patch_size=0), "patch_size"),
      (lambda r: r["lm_config"]["rope_scaling"].update(long_factor=[1.0]), "long_factor"),
-     (lambda r: r["dit_config"]["cfm_config"].update(solver="dopri5"), "solver")],
+     (lambda r: r["dit_config"]["cfm_config"].update(solver="dopri5"), "solver"),
+     (lambda r: r["lm_config"].update(use_mup="maybe"), "lm_config.use_mup' must be true or false"),
+     (lambda r: r["lm_config"].update(vocab_size=5000.7), "lm_config.vocab_size' must be an integer"),
+     (lambda r: r["lm_config"].update(kv_channels="32"), "lm_config.kv_channels' must be a positive integer"),
+     (lambda r: r["lm_config"].update(rope_scaling=[1, 2]), "lm_config.rope_scaling' must be a JSON object"),
+     (lambda r: r.update(encoder_config=None), "'encoder_config' must be a JSON object"),
+     (lambda r: r["dit_config"]["cfm_config"].update(sigma_min="x"), "cfm_config.sigma_min' must be a finite number"),
+     (lambda r: r.update(audio_vae_config="x"), "'audio_vae_config' must be a JSON object")],
 )
 def test_bad_values_are_rejected(mutate, message):
     raw = tiny_config_dict("voxcpm2")
@@ -93,3 +100,26 @@ def test_load_config_reads_folder(tmp_path):
     assert load_config(tmp_path).variant == "voxcpm1.5"
     with pytest.raises(ConfigError, match="no config.json"):
         load_config(tmp_path / "missing")
+
+
+def test_values_read_as_the_reference_reads_them():
+    raw = tiny_config_dict("voxcpm2")
+    raw["lm_config"]["use_mup"] = "false"  # pydantic's lax booleans: a string "false" is False
+    raw["dtype"] = "bf16"  # the reference's get_dtype aliases
+    config = parse_config(raw)
+    assert not config.lm.use_mup and config.dtype == "bfloat16"
+    # VoxCPM1.x's AudioVAE has no out_sample_rate: such a key does not change its output rate.
+    raw = tiny_config_dict("voxcpm1.5")
+    raw["audio_vae_config"]["out_sample_rate"] = 48000
+    assert parse_config(raw).sample_rate == 44100
+
+
+@pytest.mark.parametrize("change,message", [
+    (dict(depthwise="maybe"), "audio_vae_config.depthwise' must be true or false"),
+    (dict(encoder_rates="2588"), "encoder_rates='2588'; must be a non-empty list"),
+    (dict(encoder_dim=0), "audio_vae_config.encoder_dim' must be a positive integer"),
+])
+def test_bad_audio_vae_values_are_rejected(change, message):
+    from voxcpm_triton.audio.audio_vae import parse_audio_vae_spec
+    with pytest.raises(ValueError, match=message):
+        parse_audio_vae_spec(change, "voxcpm2")
