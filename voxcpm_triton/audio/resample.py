@@ -27,6 +27,7 @@ KAISER_BETA = 8.6
 ROLLOFF = 0.95
 _CHUNK = 1 << 15  # output samples per step of the direct path: bounds its [chunk, taps] matrices
 _MAX_PHASES = 4096  # largest kernel bank (new rate / gcd) built for the polyphase path
+_MAX_KERNEL = 1 << 22  # elements of a kernel bank built whole (16 MB); larger banks go in blocks
 
 
 def output_length(num_samples: int, orig_rate: int, new_rate: int) -> int:
@@ -58,18 +59,28 @@ def resample(audio: torch.Tensor, orig_rate: int, new_rate: int) -> torch.Tensor
 def _polyphase(signal: torch.Tensor, orig: int, new: int, offsets: torch.Tensor, cutoff: float,
                half_width: float, total: int) -> torch.Tensor:
     """Output j = k*new + p reads inputs from k*orig + floor(p*orig/new) on, with phase p's
-    weights: one strided conv1d whose `new` output channels are the phases."""
+    weights: a strided conv1d whose output channels are the phases. The bank's kernel spans
+    ~orig input samples per phase; where that would be large (odd rates: 191996 Hz -> 16 kHz is a
+    [4000, 48000] kernel, 0.8 GB and mostly zeros) the phases go in blocks whose spans stay near
+    the filter's length."""
     phases = torch.arange(new, dtype=torch.int64)
     weights = _weights(phases, orig, new, offsets, cutoff, half_width)  # [new, taps]
     starts = torch.div(phases * orig, new, rounding_mode="floor")
     taps = offsets.shape[0]
-    kernel = torch.zeros(new, int(starts[-1]) + taps)
-    kernel[phases[:, None], starts[:, None] + torch.arange(taps)[None, :]] = weights
     frames = math.ceil(total / new)
     left = -int(offsets[0])
-    right = (frames - 1) * orig + kernel.shape[1] - left - signal.shape[0]
+    right = (frames - 1) * orig + int(starts[-1]) + taps - left - signal.shape[0]
     padded = torch.nn.functional.pad(signal, (left, max(right, 0)))
-    out = torch.nn.functional.conv1d(padded[None, None], kernel[:, None, :], stride=orig)[0, :, :frames]
+    block = new if new * (int(starts[-1]) + taps) <= _MAX_KERNEL else max(1, min(new, taps * new // orig))
+    out = torch.empty(new, frames)
+    for first in range(0, new, block):
+        rows = phases[first:first + block] - first
+        shift = starts[first:first + block] - int(starts[first])
+        kernel = torch.zeros(rows.shape[0], int(shift[-1]) + taps)
+        kernel[rows[:, None], shift[:, None] + torch.arange(taps)[None, :]] = weights[first:first + block]
+        segment = padded[int(starts[first]):]
+        out[first:first + block] = torch.nn.functional.conv1d(segment[None, None], kernel[:, None, :],
+                                                              stride=orig)[0, :, :frames]
     return out.T.reshape(-1)[:total].contiguous()
 
 
