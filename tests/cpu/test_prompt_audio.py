@@ -56,7 +56,7 @@ def test_a_kernel_bank_in_blocks_gives_the_same_audio(orig: int, new: int, monke
     blocked = resample(audio, orig, new)
     assert blocked.shape == (output_length(audio.shape[0], orig, new),)
     if whole is not None:  # the same products, summed over kernels of other widths
-        assert (blocked - whole).abs().max() < 1e-6
+        assert (blocked - whole).abs().max() < 1e-5
     else:  # the whole bank is too large to build here: the per-sample path is the check
         monkeypatch.setattr(module, "_MAX_PHASES", 0)
         assert (blocked - resample(audio, orig, new)).abs().max() < 1e-5
