@@ -83,12 +83,24 @@ def test_same_rate_is_untouched() -> None:
         (np.array([0.0, np.nan] * 8000, np.float32), 16000, "non-finite"),
         (np.zeros(100, np.float32), 16000, "at least"),
         (np.zeros(16000 * 61, np.float32), 16000, "at most"),
+        (np.array(["x"] * 16000, dtype=object), 16000, "float PCM"),
+        (np.zeros(16000, np.longdouble), 16000, "float PCM"),
+        (None, 16000, "a numpy array or a torch tensor"),
+        (["x"] * 16000, 16000, "a sequence of numbers"),
     ],
 )
 def test_bad_audio_is_refused_with_a_clear_message(audio, rate, message: str) -> None:
     with pytest.raises(ValueError, match=message) as error:
         check_audio(audio, rate, name="prompt_audio")
     assert "prompt_audio" in str(error.value)
+
+
+def test_big_endian_reversed_and_listed_audio_are_read_as_they_are() -> None:
+    wave = (0.1 * np.sin(np.arange(16000) * 0.1)).astype(np.float32)
+    expected = torch.from_numpy(wave)
+    assert torch.equal(check_audio(wave.astype(">f4"), 16000), expected)  # e.g. a big-endian WAV
+    assert torch.equal(check_audio(wave[::-1].copy()[::-1], 16000), expected)  # a negative-stride view
+    assert torch.equal(check_audio(wave.tolist(), 16000), expected)
 
 
 def test_padding_sides() -> None:

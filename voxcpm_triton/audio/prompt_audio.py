@@ -32,6 +32,19 @@ def check_audio(audio: np.ndarray | torch.Tensor, sample_rate: int, name: str = 
         raise ValueError(
             f"{name} sample rate {int(sample_rate)} Hz is outside the supported {MIN_SAMPLE_RATE}-{MAX_SAMPLE_RATE} Hz"
         )
+    if isinstance(audio, (list, tuple)):
+        try:
+            audio = np.asarray(audio, dtype=np.float32)
+        except (TypeError, ValueError):
+            raise ValueError(f"{name} must hold float PCM in [-1, 1]; a sequence of numbers, got {audio[:3]!r}...") from None
+    if isinstance(audio, np.ndarray):
+        if audio.dtype.kind != "f" or audio.dtype.itemsize > 8:
+            raise ValueError(f"{name} must hold float PCM in [-1, 1], got dtype {audio.dtype}")
+        # Native byte order and positive strides, which torch requires (a big-endian WAV read, a
+        # reversed view).
+        audio = np.ascontiguousarray(audio, dtype=audio.dtype.newbyteorder("="))
+    elif not isinstance(audio, torch.Tensor):
+        raise ValueError(f"{name} must be a numpy array or a torch tensor of float PCM, got {type(audio).__name__}")
     tensor = torch.as_tensor(audio)
     if tensor.ndim == 2 and tensor.shape[0] == 1:
         tensor = tensor[0]
