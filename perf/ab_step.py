@@ -48,6 +48,11 @@ class Variant:
         return env
 
 
+# What profile_step's --modes decide, whatever the environment says: a variant setting one of them
+# would time the same configuration on both sides.
+MODE_SWITCHES = ("VOXCPM_FP8", "VOXCPM_CUSTOM_OPS", "VOXCPM_CUDA_GRAPHS", "VOXCPM_COMPILE")
+
+
 def parse_variant(text: str) -> Variant:
     """NAME[@TREE] or NAME[@TREE]=VAR=VALUE[,VAR=VALUE...]."""
     label, _, settings = text.partition("=")
@@ -61,6 +66,9 @@ def parse_variant(text: str) -> Variant:
         var, sep, value = setting.partition("=")
         if not sep or not var:
             raise ValueError(f"variant {text!r}: {setting!r} is not VAR=VALUE")
+        if var in MODE_SWITCHES:
+            raise ValueError(f"variant {text!r}: {var} is set by profile_step's --modes (e.g. graph_ops against "
+                             "graph_ops_fp8 in one run), not by the environment")
         env[var] = value
     return Variant(name, env, Path(tree).resolve() if at else None)
 
@@ -108,14 +116,18 @@ def run_profile_step(out: Path, variant: Variant, profile_args: list[str], timeo
     """One profile_step.py process under the variant's environment; its summary, or None if it
     wrote none (its output is in out/profile_step.log either way)."""
     out.mkdir(parents=True, exist_ok=True)
+    summary = out / "profile_step.json"
+    summary.unlink(missing_ok=True)  # a reused --out: never read an earlier run's figures
     with open(out / "profile_step.log", "w") as log:
         try:
-            subprocess.run([sys.executable, str(variant.script), "--out", str(out), *profile_args],
-                           env=variant.environment(), stdout=log, stderr=subprocess.STDOUT, timeout=timeout_s,
-                           check=False)
+            done = subprocess.run([sys.executable, str(variant.script), "--out", str(out), *profile_args],
+                                  env=variant.environment(), stdout=log, stderr=subprocess.STDOUT,
+                                  timeout=timeout_s, check=False)
         except subprocess.TimeoutExpired:
             log.write(f"\nab_step: killed after {timeout_s:.0f} s\n")
-    summary = out / "profile_step.json"
+        else:
+            if done.returncode != 0:  # what it saved before failing still counts: it saves each batch
+                log.write(f"\nab_step: profile_step exited with {done.returncode}\n")
     return json.loads(summary.read_text()) if summary.is_file() else None
 
 

@@ -23,15 +23,18 @@ def experiment_rows(export: dict) -> list[dict]:
     for experiment in export.get("experiments", []):
         setting = experiment.get("experiment", {})
         first, last, counts = [], [], []
+        unanswered = 0
         for request in experiment.get("requests", []):
             responses = request.get("response_timestamps") or []
-            if not responses:
+            if not responses:  # failed or timed out: counted, not timed
+                unanswered += 1
                 continue
             sent = request["timestamp"]
             first.append((min(responses) - sent) / 1e6)
             last.append((max(responses) - sent) / 1e6)
             counts.append(len(responses))
-        row = {"mode": setting.get("mode"), "value": setting.get("value"), "requests": len(first)}
+        row = {"mode": setting.get("mode"), "value": setting.get("value"), "requests": len(first),
+               "unanswered": unanswered}
         if first:
             row.update(first_ms_p50=percentile(first, 50), first_ms_p90=percentile(first, 90),
                        first_ms_p99=percentile(first, 99), last_ms_p50=percentile(last, 50),
@@ -42,13 +45,14 @@ def experiment_rows(export: dict) -> list[dict]:
 
 def render(rows: Sequence[dict]) -> str:
     lines = ["## perf_analyzer (profile export): first response = first audio chunk", "",
-             "| mode | value | requests | first response p50 ms | p90 ms | p99 ms | last response p50 ms "
-             "| responses/request |", "|---|---|---|---|---|---|---|---|"]
+             "| mode | value | requests | without a response | first response p50 ms | p90 ms | p99 ms "
+             "| last response p50 ms | responses/request |", "|---|---|---|---|---|---|---|---|---|"]
     for row in rows:
         if "first_ms_p50" not in row:
-            lines.append(f"| {row['mode']} | {row['value']} | 0 | - | - | - | - | - |")
+            lines.append(f"| {row['mode']} | {row['value']} | 0 | {row['unanswered']} | - | - | - | - | - |")
             continue
-        lines.append(f"| {row['mode']} | {row['value']} | {row['requests']} | {row['first_ms_p50']:.1f} | "
+        lines.append(f"| {row['mode']} | {row['value']} | {row['requests']} | {row['unanswered']} | "
+                     f"{row['first_ms_p50']:.1f} | "
                      f"{row['first_ms_p90']:.1f} | {row['first_ms_p99']:.1f} | {row['last_ms_p50']:.1f} | "
                      f"{row['responses_per_request']:.1f} |")
     return "\n".join(lines) + "\n"

@@ -69,6 +69,19 @@ def ratio(ours: Optional[float], theirs: Optional[float]) -> Optional[float]:
     return ours / theirs
 
 
+def differences(ours: dict, theirs: dict) -> list[str]:
+    """What makes two runs incomparable: a different forced length, output rate or GPU (fields an
+    older result lacks are not held against it)."""
+    found = []
+    if ours.get("sample_rate") != theirs.get("sample_rate"):
+        found.append(f"sample rate {ours.get('sample_rate')} vs {theirs.get('sample_rate')}")
+    for key in ("patches", "gpu"):
+        mine, other = ours.get("meta", {}).get(key), theirs.get("meta", {}).get(key)
+        if mine is not None and other is not None and mine != other:
+            found.append(f"{key} {mine} vs {other}")
+    return found
+
+
 def ratio_table(ours: dict, others: Sequence[dict]) -> str:
     header = ["concurrency"]
     for other in others:
@@ -111,10 +124,15 @@ def render_markdown(results: Sequence[dict]) -> str:
     ours = [r for r in results if r["system"].startswith("ours")] or list(results[:1])
     others = [r for r in results if r not in ours]
     for mine in ours:
-        if others:
+        comparable = [other for other in others if not differences(mine, other)]
+        for other in others:
+            if other not in comparable:
+                parts += [f"No ratios of {mine['system']} against {other['system']}: "
+                          f"{', '.join(differences(mine, other))}.", ""]
+        if comparable:
             parts += [f"## Ratios: {mine['system']} against each baseline",
                       "(throughput: higher is better; first audio: lower is better)", "",
-                      ratio_table(mine, others), ""]
+                      ratio_table(mine, comparable), ""]
     return "\n".join(parts)
 
 

@@ -85,16 +85,33 @@ class LoadRunner:
                 records.append(client.record)
                 inputs = request_inputs(self.grpcclient, text_for(index), self.max_seconds, self.seed + index,
                                         self.cfg_value, self.timesteps)
-                client.triton.async_stream_infer(MODEL, inputs, request_id=client.record.request_id,
-                                                 enable_empty_final_response=True)
+                try:
+                    client.triton.async_stream_infer(MODEL, inputs, request_id=client.record.request_id,
+                                                     enable_empty_final_response=True)
+                except Exception as exc:  # the client's stream is gone: this and its later rounds fail
+                    client.end(time.perf_counter(), f"not sent: {exc}")
+
+            def give_up(client, error: str) -> None:  # called with lock held
+                """Count the request in flight and the rounds not sent yet as failed, and drop any
+                later response (a late final one must not turn the failure into a success)."""
+                if client.record is not None:
+                    client.record.error = error
+                    client.record = None
+                while client.rounds_left > 0:
+                    client.rounds_left -= 1
+                    records.append(StreamRecord(f"load-{next(counter)}", sent_at=time.perf_counter(),
+                                                error=f"not sent: {error}"))
 
             def end(client, now: float, error: Optional[str]) -> None:  # called with lock held
                 client.record.finished_at = now
                 client.record.error = error
                 client.record = None
                 if client.rounds_left > 0:
-                    client.send()
-                    return
+                    if error is not None and error.startswith("not sent"):
+                        client.give_up(error[len("not sent: "):])
+                    else:
+                        client.send()
+                        return
                 clients_left[0] -= 1
                 if clients_left[0] == 0:
                     all_done.set()
@@ -117,19 +134,21 @@ class LoadRunner:
                     if final is not None and final.bool_param:
                         client.end(now, None)
 
+        timed_out = True  # until the level ends in time
         try:
             clients.extend(Client() for _ in range(concurrency))
             with lock:
                 for client in clients:
                     client.send()
-            if not all_done.wait(self.request_timeout_s * rounds):
+            timed_out = not all_done.wait(self.request_timeout_s * rounds)
+            if timed_out:
                 with lock:
                     for client in clients:
-                        if client.record is not None:
-                            client.record.error = f"no final response within {self.request_timeout_s * rounds:.0f} s"
+                        client.give_up(f"no final response within {self.request_timeout_s * rounds:.0f} s")
         finally:
             for client in clients:
-                client.triton.stop_stream()
+                # Cancelled when the level timed out: waiting for a hung server's answers would hang here.
+                client.triton.stop_stream(cancel_requests=timed_out)
                 client.triton.close()
         return records
 

@@ -78,6 +78,14 @@ def git_commit() -> Optional[str]:
         return None
 
 
+def gpu_name() -> str:
+    """The first visible GPU's name ("none" without one): which machine a figure came from, so that
+    report.py compares runs of one kind of card only."""
+    import torch
+
+    return torch.cuda.get_device_name(0) if torch.cuda.is_available() else "none"
+
+
 def run_sweep(
     system: str,
     run_level: RunLevel,
@@ -102,6 +110,7 @@ def run_sweep(
         "meta": {
             "date_utc": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),
             "host": platform.node(),
+            "gpu": gpu_name(),
             "git_commit": git_commit(),
             "rounds": rounds,
             "min_requests": min_requests,

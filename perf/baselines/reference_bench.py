@@ -40,8 +40,30 @@ def load_reference(checkpoint: str, device: str, compile_model: bool):
                          optimize=compile_model, device=device)
 
 
+class FifoLock:
+    """A lock served in the order it was asked for. threading.Lock is not fair: a client that
+    releases it and asks again at once usually gets it back before the waiting threads wake, so its
+    next request skipped the queue (run 1's c=4 first audio, perf/RESULTS.md run 72)."""
+
+    def __init__(self) -> None:
+        self._turns = threading.Condition()
+        self._issued = 0
+        self._serving = 0
+
+    def __enter__(self) -> None:
+        with self._turns:
+            ticket = self._issued
+            self._issued += 1
+            self._turns.wait_for(lambda: self._serving == ticket)
+
+    def __exit__(self, *exc) -> None:
+        with self._turns:
+            self._serving += 1
+            self._turns.notify_all()
+
+
 def make_run_level(tts, patches: int, seed: int):
-    lock = threading.Lock()
+    lock = FifoLock()
 
     def one_request(index: int, record: StreamRecord) -> None:
         try:

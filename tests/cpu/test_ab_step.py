@@ -67,3 +67,8 @@ def test_two_variants_on_the_cpu(tmp_path):
         assert [(r["mode"], r["batch"]) for r in run] == [("graph_ops", 1)] and run[0]["step_ms"] > 0
         assert (out / f"{name}_0" / "profile_step.json").is_file()
     assert "| graph_ops | 1 |" in (out / "ab_step.md").read_text()
+
+
+def test_a_switch_that_profile_steps_modes_own_is_refused():
+    with pytest.raises(ValueError, match="VOXCPM_FP8 is set by profile_step's --modes"):
+        parse_variant("fp8=VOXCPM_FP8=1")

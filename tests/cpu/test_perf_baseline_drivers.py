@@ -10,6 +10,7 @@ import time
 import numpy as np
 
 from perf.baselines.nanovllm_bench import make_run_level as nano_run_level
+from perf.baselines.reference_bench import FifoLock
 from perf.baselines.reference_bench import make_run_level as reference_run_level
 
 
@@ -71,3 +72,23 @@ def test_reference_driver_serialises_requests():
     # served one after another: each request's audio starts after the previous one finished
     served = sorted(records, key=lambda r: r.first_audio_at)
     assert all(b.first_audio_at >= a.finished_at for a, b in zip(served, served[1:]))
+
+
+def test_the_reference_queue_is_first_come_first_served():
+    # Each client asks again the moment its request ends; with an unfair lock it got the lock back
+    # before the waiting clients, and its second request skipped the queue.
+    lock, order, asked = FifoLock(), [], threading.Barrier(3)
+
+    def client(name: str) -> None:
+        asked.wait()
+        for round_ in range(2):
+            with lock:
+                order.append((name, round_))
+                time.sleep(0.02)
+
+    threads = [threading.Thread(target=client, args=(name,)) for name in "abc"]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join()
+    assert [round_ for _, round_ in order] == [0, 0, 0, 1, 1, 1], order

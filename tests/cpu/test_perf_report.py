@@ -53,6 +53,24 @@ def test_markdown_has_every_system_and_ratios(tmp_path):
     assert row_c4.split("|")[2].strip() == "4.00" and row_c4.split("|")[3].strip() == "0.25"
 
 
+def test_runs_of_other_lengths_or_gpus_get_no_ratios(tmp_path):
+    ours = run_sweep("ours", fake_level(0.01), RATE, [1], tmp_path / "a.json", warmup=0,
+                     meta={"patches": 50, "gpu": "NVIDIA H200"})
+    same = run_sweep("peer", fake_level(0.04), RATE, [1], tmp_path / "b.json", warmup=0,
+                     meta={"patches": 50, "gpu": "NVIDIA H200"})
+    other_card = run_sweep("old", fake_level(0.04), RATE, [1], tmp_path / "c.json", warmup=0,
+                           meta={"patches": 50, "gpu": "NVIDIA H100 80GB HBM3"})
+    shorter = run_sweep("short", fake_level(0.04), RATE, [1], tmp_path / "d.json", warmup=0,
+                        meta={"patches": 10, "gpu": "NVIDIA H200"})
+    unknown = run_sweep("cpu", fake_level(0.04), RATE, [1], tmp_path / "e.json", warmup=0)
+    text = render_markdown([ours, same, other_card, shorter])
+    assert "throughput x vs peer" in text
+    assert "No ratios of ours against old: gpu NVIDIA H200 vs NVIDIA H100 80GB HBM3." in text
+    assert "No ratios of ours against short: patches 50 vs 10." in text
+    assert "x vs old" not in text and "x vs short" not in text
+    assert unknown["meta"]["gpu"] == "none"  # what run_sweep records on a machine without a GPU
+
+
 def test_level_details_reach_the_json_and_the_report(tmp_path):
     calls = []
 

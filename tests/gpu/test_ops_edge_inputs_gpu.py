@@ -37,3 +37,11 @@ def test_a_misaligned_norm_weight_takes_the_separate_kernels():
     assert norm.data_ptr() % 16 != 0
     expected = torch.nn.functional.linear(ops.rmsnorm(x, norm.clone(), 1e-6), weight)
     close(ops.normed_linear(x, weight, norm, 1e-6), expected, BF16)
+
+
+def test_a_norm_too_wide_for_the_kernel_takes_the_separate_kernels():
+    # 32 rows with k = 8192: the gain would not fit beside the 25-32-row kernel's shared memory.
+    x, weight = randn(32, 8192, dtype=BF16, seed=4), randn(1024, 8192, dtype=BF16, seed=5, scale=0.01)
+    norm = randn(8192, dtype=BF16, seed=6)
+    expected = torch.nn.functional.linear(ops.rmsnorm(x, norm, 1e-6), weight)
+    close(ops.normed_linear(x, weight, norm, 1e-6), expected, BF16)
