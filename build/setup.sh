@@ -79,6 +79,7 @@ REQS=(
     "nvidia-pytriton==0.7.0"       # real tritonserver 2.51 + python backend + stubs
     "tritonclient[all]==2.51.0"    # last wheel that ships a working perf_analyzer
     "safetensors" "soundfile" "tokenizers" "pytest" "einops" "pydantic" "transformers<5"
+    "soxr==1.1.0"                  # VoxCPM2 prompts at other rates, resampled as librosa does for the reference
     "wetext" "inflect"             # NORMALIZE (text.spoken_form): the reference's grammars, ~7 MB of wheels
 )
 VENV_KEY="$(hash_of "$PY_VER" "$HOST_TORCH_DIR" "${REQS[@]}" "voxcpm==2.0.3" "$ROOT/pyproject.toml")"

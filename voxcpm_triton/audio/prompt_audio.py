@@ -79,7 +79,8 @@ def encode_audio(audio_vae: AudioVAE, audio: np.ndarray | torch.Tensor, sample_r
     """Waveform at any supported rate -> float32 latent patches [N, patch_size, latent_dim] (CPU)."""
     if padding not in ("left", "right"):
         raise ValueError(f"padding={padding!r}; allowed: 'left' (continuation prompt), 'right' (reference)")
-    waveform = resample(check_audio(audio, sample_rate, name), int(sample_rate), audio_vae.encode_sample_rate)
+    waveform = resample(check_audio(audio, sample_rate, name), int(sample_rate), audio_vae.encode_sample_rate,
+                        audio_vae.spec.version)
     waveform = pad_to_patches(waveform, patch_size * audio_vae.hop_length, padding)
     parameter = next(audio_vae.parameters())
     latents = audio_vae.encode(waveform[None].to(parameter.device, parameter.dtype))[0]  # [D, frames]

@@ -1,111 +1,96 @@
-"""Band-limited resampling of mono PCM in torch: Kaiser-windowed sinc interpolation.
+"""Prompt audio resampled to the AudioVAE encoder's rate the way the reference reads prompts, so that
+a prompt at any supported rate gives the reference's latents, not only one already at the encoder's.
 
-Every output sample j sits at input position j * orig / new (exact rational arithmetic) and is the
-windowed-sinc weighted sum of the input samples around it; the sinc's cutoff is the lower of the two
-Nyquist rates (times a roll-off), so downsampling is anti-aliased. With the rates reduced by their
-gcd, output j's weights depend on j mod new only, so common rate pairs run as one strided conv1d
-over a bank of `new` phase kernels; co-prime rates (a bank too large) compute weights per sample.
+- VoxCPM2: the reference loads prompts with librosa.load(sr=...), which resamples with soxr at its HQ
+  setting and then cuts or zero-pads the result to ceil(n * new / orig) samples (librosa.resample's
+  fix_length). soxr does the same here.
+- VoxCPM1.x: the reference loads prompts with torchaudio and resamples with
+  torchaudio.functional.resample's defaults: windowed-sinc interpolation with a Hann window over 6
+  zero crossings, its cutoff at 0.99 of the lower of the two Nyquist rates, run as a polyphase
+  strided convolution over the rates reduced by their gcd; ceil(n * new / orig) samples. `sinc_hann`
+  computes that filter bank and convolution in the same float32 steps.
 
-The reference reads prompt audio with librosa.load(sr=...), which resamples with soxr (HQ). This
-filter is a different design (32 zero crossings, Kaiser beta 8.6, roll-off 0.95: about -80 dB stop
-band), so prompts at a rate other than the encoder's give latents that differ slightly from the
-reference's; prompts already at the encoder rate are passed through untouched and match exactly.
-Measured against soxr 1.1 HQ (-> 16 kHz from 8/22.05/24/44.1/48 kHz, 2 s): tones below 3.2 kHz agree
-within 3.3e-6 (max abs); with white noise added (0.02 rms) the outputs differ by 6e-4..1e-3 rms
-(about -45 dB of the signal), all of it from content in the two filters' different transition
-bands just below the new Nyquist rate.
+A VoxCPM1.x bank holds one filter per output phase, each spanning the stride plus the filter's length:
+odd rates make it huge (191996 Hz -> 44.1 kHz: 11025 phases x 48053 taps, 2 GB) and nearly all of it
+the clamped window's ~1e-17 tails. Such banks are built and applied in blocks of phases, each over the
+taps its phases reach (the tails beyond are left out: a change far below float32 resolution).
 """
 
 from __future__ import annotations
 
 import math
 
+import numpy as np
 import torch
 
-ZERO_CROSSINGS = 32
-KAISER_BETA = 8.6
-ROLLOFF = 0.95
-_CHUNK = 1 << 15  # output samples per step of the direct path: bounds its [chunk, taps] matrices
-_MAX_PHASES = 4096  # largest kernel bank (new rate / gcd) built for the polyphase path
-_MAX_KERNEL = 1 << 22  # elements of a kernel bank built whole (16 MB); larger banks go in blocks
+ZERO_CROSSINGS = 6
+ROLLOFF = 0.99
+MAX_BANK = 1 << 22  # elements of a VoxCPM1.x filter bank built whole (16 MB); larger ones go in blocks
 
 
 def output_length(num_samples: int, orig_rate: int, new_rate: int) -> int:
     return math.ceil(num_samples * new_rate / orig_rate)
 
 
-def resample(audio: torch.Tensor, orig_rate: int, new_rate: int) -> torch.Tensor:
-    """audio: float [T] at orig_rate -> float32 [ceil(T * new / orig)] at new_rate."""
+def resample(audio: torch.Tensor, orig_rate: int, new_rate: int, version: int) -> torch.Tensor:
+    """audio: float [T] at orig_rate -> float32 [ceil(T * new / orig)] at new_rate, as the reference
+    of AudioVAE `version` (2: VoxCPM2, 1: VoxCPM1.x) resamples a prompt."""
     if audio.ndim != 1:
         raise ValueError(f"resample expects 1-D audio, got shape {tuple(audio.shape)}")
     if orig_rate <= 0 or new_rate <= 0:
         raise ValueError(f"sample rates must be positive, got {orig_rate} -> {new_rate}")
+    if version not in (1, 2):
+        raise ValueError(f"version={version}; allowed: 1 (VoxCPM1.x), 2 (VoxCPM2)")
+    signal = audio.to(torch.float32)
     if orig_rate == new_rate:
-        return audio.to(torch.float32)
+        return signal
+    if version == 2:
+        return soxr_hq(signal, orig_rate, new_rate)
+    return sinc_hann(signal, orig_rate, new_rate)
+
+
+def soxr_hq(signal: torch.Tensor, orig_rate: int, new_rate: int) -> torch.Tensor:
+    # Imported here: only a VoxCPM2 prompt at another rate than the encoder's needs it, and a process
+    # that never resamples one (a GPU image without the package) still imports this module.
+    import soxr
+
+    out = soxr.resample(signal.cpu().numpy(), orig_rate, new_rate, quality="soxr_hq")
+    length = output_length(signal.shape[0], orig_rate, new_rate)
+    out = out[:length] if out.shape[0] >= length else np.pad(out, (0, length - out.shape[0]))
+    return torch.from_numpy(np.ascontiguousarray(out, dtype=np.float32)).to(signal.device)
+
+
+def sinc_hann(signal: torch.Tensor, orig_rate: int, new_rate: int) -> torch.Tensor:
     gcd = math.gcd(orig_rate, new_rate)
     orig, new = orig_rate // gcd, new_rate // gcd
-    cutoff = min(1.0, new / orig) * ROLLOFF  # fraction of the input Nyquist rate
-    half_width = ZERO_CROSSINGS / cutoff  # in input samples
-    taps = 2 * math.ceil(half_width) + 1
-    offsets = torch.arange(taps, dtype=torch.int64) - math.ceil(half_width)
-
-    total = output_length(audio.shape[0], orig_rate, new_rate)
-    signal = audio.to(torch.float32)
-    if new <= _MAX_PHASES:
-        return _polyphase(signal, orig, new, offsets, cutoff, half_width, total)
-    return _direct(signal, orig, new, offsets, cutoff, half_width, total)
-
-
-def _polyphase(signal: torch.Tensor, orig: int, new: int, offsets: torch.Tensor, cutoff: float,
-               half_width: float, total: int) -> torch.Tensor:
-    """Output j = k*new + p reads inputs from k*orig + floor(p*orig/new) on, with phase p's
-    weights: a strided conv1d whose output channels are the phases. The bank's kernel spans
-    ~orig input samples per phase; where that would be large (odd rates: 191996 Hz -> 16 kHz is a
-    [4000, 48000] kernel, 0.8 GB and mostly zeros) the phases go in blocks whose spans stay near
-    the filter's length."""
-    phases = torch.arange(new, dtype=torch.int64)
-    weights = _weights(phases, orig, new, offsets, cutoff, half_width)  # [new, taps]
-    starts = torch.div(phases * orig, new, rounding_mode="floor")
-    taps = offsets.shape[0]
-    frames = math.ceil(total / new)
-    left = -int(offsets[0])
-    right = (frames - 1) * orig + int(starts[-1]) + taps - left - signal.shape[0]
-    padded = torch.nn.functional.pad(signal, (left, max(right, 0)))
-    block = new if new * (int(starts[-1]) + taps) <= _MAX_KERNEL else max(1, min(new, taps * new // orig))
+    cutoff = min(orig, new) * ROLLOFF  # in cycles per `orig` input samples
+    width = math.ceil(ZERO_CROSSINGS * orig / cutoff)  # input samples the filter reaches on each side
+    taps = 2 * width + orig  # every phase's filter, in the whole bank
+    padded = torch.nn.functional.pad(signal[None], (width, width + orig))[0]
+    frames = (padded.shape[0] - taps) // orig + 1
     out = torch.empty(new, frames)
+    block = new
+    if new * taps > MAX_BANK:  # blocks of phases, each bank ~1 MB: few enough calls, little of it zeros
+        while block > 1 and block * (block * orig // new + 2 * width + 2) > MAX_BANK // 16:
+            block //= 2
     for first in range(0, new, block):
-        rows = phases[first:first + block] - first
-        shift = starts[first:first + block] - int(starts[first])
-        kernel = torch.zeros(rows.shape[0], int(shift[-1]) + taps)
-        kernel[rows[:, None], shift[:, None] + torch.arange(taps)[None, :]] = weights[first:first + block]
-        segment = padded[int(starts[first]):]
-        out[first:first + block] = torch.nn.functional.conv1d(segment[None, None], kernel[:, None, :],
-                                                              stride=orig)[0, :, :frames]
-    return out.T.reshape(-1)[:total].contiguous()
+        last = min(new, first + block)
+        # Phase p's filter is centred p * orig / new samples into its window: the block's reach the
+        # whole window, or (in blocks) from its first phase's centre to its last one's plus 2 * width.
+        lo = 0 if block == new else first * orig // new
+        hi = taps if block == new else min(taps, (last - 1) * orig // new + 2 * width + 2)
+        bank = _bank(first, last, lo, hi, orig, new, width, cutoff)
+        out[first:last] = torch.nn.functional.conv1d(padded[None, None, lo:], bank[:, None, :],
+                                                     stride=orig)[0, :, :frames]
+    return out.T.reshape(-1)[:output_length(signal.shape[0], orig_rate, new_rate)].contiguous()
 
 
-def _direct(signal: torch.Tensor, orig: int, new: int, offsets: torch.Tensor, cutoff: float,
-            half_width: float, total: int) -> torch.Tensor:
-    """Co-prime rates (too many phases for a kernel bank): weights per output sample, in chunks."""
-    pad = -int(offsets[0])
-    padded = torch.nn.functional.pad(signal, (pad, pad + 1))
-    pieces = []
-    for start in range(0, total, _CHUNK):
-        j = torch.arange(start, min(start + _CHUNK, total), dtype=torch.int64)
-        base = torch.div(j * orig, new, rounding_mode="floor")
-        weights = _weights(j, orig, new, offsets, cutoff, half_width)
-        pieces.append((padded[base[:, None] + offsets[None, :] + pad] * weights).sum(dim=1))
-    return torch.cat(pieces)
-
-
-def _weights(j: torch.Tensor, orig: int, new: int, offsets: torch.Tensor, cutoff: float,
-             half_width: float) -> torch.Tensor:
-    """[len(j), taps] float32 interpolation weights of output samples j over input offsets."""
-    numerator = j * orig  # input position = numerator / new
-    frac = (numerator - torch.div(numerator, new, rounding_mode="floor") * new).to(torch.float64) / new
-    distance = offsets[None, :].to(torch.float64) - frac[:, None]  # input index - output position
-    inside = distance.abs() <= half_width
-    window = torch.special.i0(KAISER_BETA * torch.sqrt((1 - (distance / half_width) ** 2).clamp(min=0.0)))
-    window = window / torch.special.i0(torch.tensor(KAISER_BETA, dtype=torch.float64))
-    weights = cutoff * torch.sinc(cutoff * distance) * window
-    return torch.where(inside, weights, torch.zeros_like(weights)).to(torch.float32)
+def _bank(first: int, last: int, lo: int, hi: int, orig: int, new: int, width: int, cutoff: float) -> torch.Tensor:
+    """Filters [last - first, hi - lo] of phases first..last-1 over window taps lo..hi-1 (float32)."""
+    offsets = torch.arange(lo - width, hi - width, dtype=torch.float32)[None, :] / orig
+    phases = torch.arange(-first, -last, -1, dtype=torch.float32)[:, None] / new
+    t = (phases + offsets) * cutoff
+    t = t.clamp(-ZERO_CROSSINGS, ZERO_CROSSINGS)
+    window = torch.cos(t * math.pi / ZERO_CROSSINGS / 2) ** 2
+    t = t * math.pi
+    return torch.where(t == 0, torch.tensor(1.0), t.sin() / t) * (window * (cutoff / orig))
