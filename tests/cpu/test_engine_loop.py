@@ -218,11 +218,13 @@ def test_a_failing_delivery_ends_its_stream_and_the_loop_goes_on(model):
     # One delivery thread, so every stream and cancellation check depends on it surviving.
     loop = EngineLoop(engine, cancel_source=flaky_cancel_source, delivery_threads=1)
     loop.start()
-    broken, good = BrokenSink(), ListSink()
+    broken, broken_last, good = BrokenSink(), BrokenSink(), ListSink()
     loop.submit(_request(model, "broken", [5, 6], 30, seed=0), broken)
+    loop.submit(_request(model, "broken-last", [5, 9], 1, seed=3), broken_last)  # its one window is its last
     loop.submit(_request(model, "good", [5, 7], 8, seed=1), good)
-    assert broken.ended.wait(60) and good.ended.wait(60)
+    assert broken.ended.wait(60) and good.ended.wait(60) and broken_last.ended.wait(60)
     assert broken.endings == ["fail: delivery failed: RuntimeError: sender broke"]
+    assert broken_last.endings == ["fail: delivery failed: RuntimeError: sender broke"]
     assert good.endings == ["finish"] and len(good.windows) == 8
     later = ListSink()
     loop.submit(_request(model, "later", [5, 8], 3, seed=2), later)
@@ -246,6 +248,32 @@ def test_stop_ends_live_streams_with_an_error(model):
     late = ListSink()
     loop.submit(_request(model, "late", [5], 2, seed=1), late)
     assert late.endings == ["fail: the model is shutting down"]
+
+
+def test_a_cancel_asked_for_survives_a_failing_cancel_source(model):
+    engine = _engine(model)
+    failing = threading.Event()
+
+    def source(ids):
+        if failing.is_set():
+            failing.clear()
+            raise OSError("board gone")
+        return []
+
+    loop = EngineLoop(engine, cancel_source=source, delivery_threads=1)
+    loop.start()
+    sink = ListSink()
+    loop.submit(_request(model, "long", [7, 8], 400, seed=1), sink)
+    while not sink.windows:
+        time.sleep(0.01)
+    failing.set()  # the next check's source raises, after cancel() has asked
+    loop.cancel(["long"])
+    assert sink.ended.wait(30) and sink.endings == ["finish"] and len(sink.windows) < 400
+    deadline = time.monotonic() + 10
+    while engine.has_work and time.monotonic() < deadline:  # the slot goes at the next step
+        time.sleep(0.01)
+    assert engine.live_slots == 0
+    loop.stop()
 
 
 def test_cancel_by_id_ends_only_the_named_stream(model):

@@ -199,11 +199,7 @@ class EngineLoop:
                 self._fail_all(item, worker)
                 continue
             for output in item:
-                try:
-                    self._deliver(output)
-                except Exception as exc:
-                    log.exception("delivering a window of stream %s failed", output.request_id)
-                    self._end_failed(output.request_id, f"delivery failed: {type(exc).__name__}: {exc}")
+                self._deliver(output)
             try:
                 self._drop_cancelled(worker)
             except Exception:
@@ -223,14 +219,18 @@ class EngineLoop:
                 self._forget(output.request_id)
         if sink is None:  # cancelled between the step and now
             return
-        if output.error:
-            sink.fail(output.error)
-            return
-        chunk = chunker.feed(output.window, output.finished)
-        if chunk is not None:
-            sink.send_window(*chunk)
-        if output.finished:
-            sink.finish()
+        try:
+            if output.error:
+                sink.fail(output.error)
+                return
+            chunk = chunker.feed(output.window, output.finished)
+            if chunk is not None:
+                sink.send_window(*chunk)
+            if output.finished:
+                sink.finish()
+        except Exception as exc:
+            log.exception("delivering a window of stream %s failed", output.request_id)
+            self._end_failed(output.request_id, sink, f"delivery failed: {type(exc).__name__}: {exc}")
 
     def _forget(self, request_id: str) -> None:
         """Unregister a stream (the caller holds the lock)."""
@@ -245,12 +245,16 @@ class EngineLoop:
     def _drop_cancelled(self, worker: int) -> None:
         with self._lock:
             sinks = self._own_sinks(worker)
+        # Asked first: if the source raises, the cancellations asked for by cancel() stay pending.
+        posted = set()
+        if self._cancel_source is not None and sinks:
+            posted.update(self._cancel_source([request_id for request_id, _ in sinks]))
+        with self._lock:
             asked = {request_id for request_id, _ in sinks if request_id in self._to_cancel}
             self._to_cancel -= asked
             # Ids cancelled but no longer registered (finished meanwhile) are forgotten.
             self._to_cancel &= self._sinks.keys()
-        if self._cancel_source is not None and sinks:
-            asked.update(self._cancel_source([request_id for request_id, _ in sinks]))
+        asked |= posted
         polled = [item for item in sinks if item[0] not in asked]
         if len(polled) > self._cancel_checks:
             start = self._next_check[worker] % len(polled)
@@ -262,19 +266,21 @@ class EngineLoop:
             self._engine.cancel(request_id)
             with self._lock:
                 self._forget(request_id)
-            sink.finish()
+            try:
+                sink.finish()
+            except Exception as exc:
+                log.exception("ending cancelled stream %s failed", request_id)
+                self._end_failed(request_id, sink, f"ending the stream failed: {type(exc).__name__}: {exc}")
 
-    def _end_failed(self, request_id: str, message: str) -> None:
+    def _end_failed(self, request_id: str, sink: StreamSink, message: str) -> None:
         """End a stream whose delivery raised: its slot freed, its client told (if it can be)."""
         self._engine.cancel(request_id)
         with self._lock:
-            sink = self._sinks.get(request_id)
             self._forget(request_id)
-        if sink is not None:
-            try:
-                sink.fail(message)
-            except Exception:
-                log.exception("could not send the error of stream %s", request_id)
+        try:
+            sink.fail(message)
+        except Exception:
+            log.exception("could not send the error of stream %s", request_id)
 
     def _fail_all(self, message: str, worker: int) -> None:
         with self._lock:
