@@ -40,12 +40,21 @@ def test_prompts_are_resampled_as_the_reference_resamples_them() -> None:
         assert torch.equal(out, golden[f"{case}.out"]), case
 
 
+def test_lengths_are_counted_as_each_reference_counts_them() -> None:
+    # torchaudio rounds n * new / orig to float32 before its ceil (checked against torchaudio 2.11's
+    # own function for 244 lengths); librosa takes the ceil of n * (new / orig) in float64.
+    assert output_length(143323, 48000, 44100, 1) == 131678
+    assert resample(torch.zeros(143323), 48000, 44100, 1).shape == (131678,)
+    assert output_length(143323, 48000, 44100, 2) == 131678 + 1
+    assert resample(torch.zeros(143323), 48000, 44100, 2).shape == (131679,)
+
+
 @pytest.mark.parametrize("version", (1, 2))
 @pytest.mark.parametrize("orig, new, freq", [(44100, 16000, 1000.0), (48000, 16000, 3000.0), (22050, 16000, 5000.0),
                                              (8000, 16000, 1000.0), (16000, 48000, 6000.0), (48000, 44100, 440.0)])
 def test_resampled_tone_matches_analytic(orig: int, new: int, freq: float, version: int) -> None:
     out = resample(_tone(freq, orig, 1.0), orig, new, version)
-    assert out.shape == (output_length(orig, orig, new),) and out.dtype == torch.float32
+    assert out.shape == (output_length(orig, orig, new, version),) and out.dtype == torch.float32
     expected = _tone(freq, new, out.shape[0] / new)[: out.shape[0]]
     interior = slice(new // 20, -new // 20)  # away from the zero-padded ends
     # torchaudio's short Hann filter (VoxCPM1.x) droops by up to ~2% near its cutoff: 6 kHz from 16 kHz
@@ -60,7 +69,7 @@ def test_a_voxcpm1_filter_bank_in_blocks(orig: int, new: int, monkeypatch: pytes
 
     audio = torch.randn(orig // 50, generator=torch.Generator().manual_seed(6))
     blocked = resample(audio, orig, new, 1)
-    assert blocked.shape == (output_length(audio.shape[0], orig, new),)
+    assert blocked.shape == (output_length(audio.shape[0], orig, new, 1),)
     if orig == 191996:  # small enough (a gcd of 28) to build whole as well
         monkeypatch.setattr(module, "MAX_BANK", 1 << 40)
         assert (blocked - resample(audio, orig, new, 1)).abs().max() < 1e-6

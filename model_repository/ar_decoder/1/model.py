@@ -148,8 +148,11 @@ class TritonPythonModel:
         )
 
     def _report_slots(self, count):
-        # Called by the engine loop only when the count changes.
+        # Called by the engine loop only when the count changes. The back-pressure gate posts the
+        # live streams before each step; this posts them when an instance goes idle too, or its last
+        # count would keep loosening the other instances' gates.
         self.slot_gauge.set(count)
+        self.window_counter.set_live(count)
         pb_utils.Logger.log_verbose(f"ar_decoder: live slots {count}")
 
     def execute(self, requests):
