@@ -188,7 +188,8 @@ else
     if stamp_ok kernels "$KERNELS_KEY" && [ -f "$OUT/lib/libvoxcpm_kernels.so" ]; then
         log "kernels library up to date ($OUT/lib/libvoxcpm_kernels.so)"
     elif stamp_ok kernels_failed "$KERNELS_KEY"; then
-        log "kernels: not built (the last build from these sources failed: $OUT/kernels_build.log)"
+        log "kernels: not built (the last build from these sources failed: $OUT/kernels_build.log;" \
+            "rm $STAMPS/kernels_failed to try again)"
     else
         log "building the kernels library (build/build_kernels.sh${ARCHS:+, archs $ARCHS})"
         if [ -n "$ARCHS" ]; then export VOXCPM_CUDA_ARCHS="$ARCHS"; fi

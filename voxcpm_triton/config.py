@@ -74,9 +74,10 @@ def _require(section: dict[str, Any], key: str, where: str) -> Any:
 
 
 def positive_int(value: Any, name: str) -> int:
-    if isinstance(value, bool) or not isinstance(value, int) or value <= 0:
+    number = integer(value, name)
+    if number <= 0:
         raise ConfigError(f"config.json: '{name}' must be a positive integer, got {value!r}")
-    return value
+    return number
 
 
 # The reference reads config.json through pydantic, whose lax mode also takes these spellings.
@@ -95,6 +96,9 @@ def boolean(value: Any, name: str) -> bool:
 
 
 def integer(value: Any, name: str) -> int:
+    """An int as pydantic's lax mode takes one: also a float with no fraction or a decimal string."""
+    if isinstance(value, str) and value.strip().lstrip("+-").isdigit():
+        value = int(value.strip())
     if isinstance(value, float) and value.is_integer():
         value = int(value)
     if isinstance(value, bool) or not isinstance(value, int):

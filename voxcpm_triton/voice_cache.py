@@ -21,6 +21,7 @@ from __future__ import annotations
 
 import hashlib
 import os
+import pickle
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -118,7 +119,7 @@ class VoiceCache:
             stored = torch.load(path, weights_only=True)
         except FileNotFoundError:
             stored = None
-        except Exception:  # damaged (a crash mid-write on a shared disk): gone, to be registered again
+        except (EOFError, RuntimeError, pickle.UnpicklingError):  # damaged: gone, to be registered again
             path.unlink(missing_ok=True)
             raise UnknownVoiceError(f"VOICE_ID {voice_id!r} could not be read back; register it again by sending "
                                     "its audio with this VOICE_ID") from None

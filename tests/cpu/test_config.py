@@ -82,7 +82,8 @@ def test_missing_key_is_named():
      (lambda r: r["dit_config"]["cfm_config"].update(solver="dopri5"), "solver"),
      (lambda r: r["lm_config"].update(use_mup="maybe"), "lm_config.use_mup' must be true or false"),
      (lambda r: r["lm_config"].update(vocab_size=5000.7), "lm_config.vocab_size' must be an integer"),
-     (lambda r: r["lm_config"].update(kv_channels="32"), "lm_config.kv_channels' must be a positive integer"),
+     (lambda r: r["lm_config"].update(kv_channels="x"), "lm_config.kv_channels' must be an integer"),
+     (lambda r: r["lm_config"].update(kv_channels=0), "lm_config.kv_channels' must be a positive integer"),
      (lambda r: r["lm_config"].update(rope_scaling=[1, 2]), "lm_config.rope_scaling' must be a JSON object"),
      (lambda r: r.update(encoder_config=None), "'encoder_config' must be a JSON object"),
      (lambda r: r["dit_config"]["cfm_config"].update(sigma_min="x"), "cfm_config.sigma_min' must be a finite number"),
@@ -106,8 +107,11 @@ def test_values_read_as_the_reference_reads_them():
     raw = tiny_config_dict("voxcpm2")
     raw["lm_config"]["use_mup"] = "false"  # pydantic's lax booleans: a string "false" is False
     raw["dtype"] = "bf16"  # the reference's get_dtype aliases
+    raw["lm_config"]["hidden_size"] = float(raw["lm_config"]["hidden_size"])  # lax ints: 64.0, "8"
+    raw["lm_config"]["num_hidden_layers"] = str(raw["lm_config"]["num_hidden_layers"])
     config = parse_config(raw)
     assert not config.lm.use_mup and config.dtype == "bfloat16"
+    assert config.lm == parse_config(tiny_config_dict("voxcpm2")).lm.derive(use_mup=False)
     # VoxCPM1.x's AudioVAE has no out_sample_rate: such a key does not change its output rate.
     raw = tiny_config_dict("voxcpm1.5")
     raw["audio_vae_config"]["out_sample_rate"] = 48000

@@ -94,6 +94,16 @@ def watch_sending(board: AckBoard, clock: Clock, windows: int) -> StreamWatch:
     return watch
 
 
+def test_a_stream_opens_its_cell_with_its_first_window(boards, clock):
+    vocoder, decoder = boards
+    watch = StreamWatch(decoder, "queued", clock)
+    vocoder.ack("queued")  # nothing sent yet: not counted
+    clock.now += 2 * window_acks.STALE_AFTER_S  # queued in a full engine, holding no cell meanwhile
+    watch.sent()
+    vocoder.ack("queued")
+    assert decoder.decoded("queued") == (1, clock.now)
+
+
 def test_a_stream_never_acknowledged_is_never_abandoned(boards, clock):
     _, decoder = boards
     watch = watch_sending(decoder, clock, 100)  # e.g. sent to ar_decoder directly

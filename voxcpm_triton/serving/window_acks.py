@@ -7,8 +7,9 @@ request already streaming is never told: its response sender still reports "not 
 sends succeed. Without this the stream held its decoder slot to its length limit (14.6 s on the tiny
 checkpoint, perf/RESULTS.md run 58; minutes for a long text on a real one).
 
-A decoder stream opens a cell for its Triton request id when it starts (`AckBoard.track`) and frees
-it when it ends (`forget`). Each vocoder process stamps in that cell how many windows of the id it
+A decoder stream opens a cell for its Triton request id as it sends its first window (`AckBoard.track`;
+not on arrival: a stream queued past STALE_AFTER_S would have lost the cell) and frees it when it
+ends (`forget`). Each vocoder process stamps in that cell how many windows of the id it
 decoded and when (`AckBoard.ack`); a window of an id with no cell (its stream has ended, the last
 windows were still in flight) is not counted, so an ended stream's cell does not come back to hold
 a place in the table. A decoder stream whose windows have been decoded before, and whose last
@@ -139,18 +140,20 @@ class AckBoard:
 
 
 class StreamWatch:
-    """One decoder stream's view of the board: `sent()` after each window it sends, `abandoned()`
-    when the engine asks whether to end it."""
+    """One decoder stream's view of the board: `sent()` as each window goes out (before the send, so
+    that the cell is open before the vocoder can stamp the first one), `abandoned()` when the engine
+    asks whether to end it."""
 
     def __init__(self, board: AckBoard, request_id: str, clock: Callable[[], float] = time.monotonic) -> None:
         self.board = board
         self.request_id = request_id
-        board.track(request_id)
         self.windows_sent = 0
         self._clock = clock
         self._suspect_since: float | None = None
 
     def sent(self) -> None:
+        if self.windows_sent == 0:
+            self.board.track(self.request_id)
         self.windows_sent += 1
 
     def ended(self) -> None:

@@ -44,10 +44,10 @@ class _ResponseSink:
     def send_window(self, window, new_patches):
         tensors = [pb_utils.Tensor("WINDOW", window[None]),
                    pb_utils.Tensor("NEW_PATCHES", np.array([[new_patches]], dtype=np.int32))]
+        if self.watch is not None:
+            self.watch.sent()  # before the send: the first one opens the stream's cell on the board
         self._send(pb_utils.InferenceResponse(tensors))
         self.counter.add(1)
-        if self.watch is not None:
-            self.watch.sent()
 
     def finish(self):
         self._send(flags=FINAL)
