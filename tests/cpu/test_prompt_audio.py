@@ -138,7 +138,7 @@ def test_encode_shapes_and_resampled_input(checkpoints: dict[str, Path]) -> None
     vae, patch = loaded.audio_vae, loaded.config.patch_size
     audio = 0.3 * torch.randn(int(0.5 * 48000), generator=torch.Generator().manual_seed(0))
     latents = encode_audio(vae, audio, 48000, patch, "left")
-    samples = output_length(audio.shape[0], 48000, vae.encode_sample_rate)
+    samples = output_length(audio.shape[0], 48000, vae.encode_sample_rate, vae.spec.version)
     expected_patches = math.ceil(samples / (patch * vae.hop_length))
     assert latents.shape == (expected_patches, patch, vae.latent_dim)
     assert torch.isfinite(latents).all() and latents.abs().mean() > 1e-3

@@ -28,7 +28,7 @@ ROLLOFF = 0.99
 MAX_BANK = 1 << 22  # elements of a VoxCPM1.x filter bank built whole (16 MB); larger ones go in blocks
 
 
-def output_length(num_samples: int, orig_rate: int, new_rate: int, version: int = 2) -> int:
+def output_length(num_samples: int, orig_rate: int, new_rate: int, version: int) -> int:
     """Samples out, as each reference counts them: librosa's ceil(n * (new / orig)) in float64, and
     torchaudio's ceil of (new / gcd) * n / (orig / gcd) rounded to float32 first (a sample fewer for
     about one long prompt in twenty at 48 -> 44.1 kHz)."""

@@ -68,8 +68,7 @@ class DecodeGraphs(GraphCache[DecodeGraph]):
                 self.get(bucket, patches, new)
 
     def _capture(self, bucket: int, patches: int, new: int) -> DecodeGraph:
-        with torch.cuda.device(self.device):
-            shape = (bucket, self.latent_dim, patches * self.patch_size)
-            latents = torch.zeros(shape, dtype=self.dtype, device=self.device)
-            graph, audio = self.capture(lambda x: self.decode(x, new), (latents,))
+        shape = (bucket, self.latent_dim, patches * self.patch_size)
+        latents = torch.zeros(shape, dtype=self.dtype, device=self.device)
+        graph, audio = self.capture(lambda x: self.decode(x, new), (latents,))  # on its device (GraphCache)
         return DecodeGraph(latents, audio, graph)

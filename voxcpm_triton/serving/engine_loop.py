@@ -148,8 +148,7 @@ class EngineLoop:
             self._sinks.clear()
             self._owner.clear()
         for request_id, sink in leftover:
-            self._engine.cancel(request_id)
-            sink.fail("the model is shutting down")
+            self._end_with_error(request_id, sink, "the model is shutting down")
 
     def _run(self) -> None:
         while True:
@@ -230,7 +229,7 @@ class EngineLoop:
                 sink.finish()
         except Exception as exc:
             log.exception("delivering a window of stream %s failed", output.request_id)
-            self._end_failed(output.request_id, sink, f"delivery failed: {type(exc).__name__}: {exc}")
+            self._end_with_error(output.request_id, sink, f"delivery failed: {type(exc).__name__}: {exc}")
 
     def _forget(self, request_id: str) -> None:
         """Unregister a stream (the caller holds the lock)."""
@@ -270,10 +269,10 @@ class EngineLoop:
                 sink.finish()
             except Exception as exc:
                 log.exception("ending cancelled stream %s failed", request_id)
-                self._end_failed(request_id, sink, f"ending the stream failed: {type(exc).__name__}: {exc}")
+                self._end_with_error(request_id, sink, f"ending the stream failed: {type(exc).__name__}: {exc}")
 
-    def _end_failed(self, request_id: str, sink: StreamSink, message: str) -> None:
-        """End a stream whose delivery raised: its slot freed, its client told (if it can be)."""
+    def _end_with_error(self, request_id: str, sink: StreamSink, message: str) -> None:
+        """End a stream with an error: its slot freed, its client told (if it can be)."""
         self._engine.cancel(request_id)
         with self._lock:
             self._forget(request_id)
@@ -285,11 +284,5 @@ class EngineLoop:
     def _fail_all(self, message: str, worker: int) -> None:
         with self._lock:
             sinks = self._own_sinks(worker)
-            for request_id, _ in sinks:
-                self._forget(request_id)
         for request_id, sink in sinks:
-            self._engine.cancel(request_id)
-            try:
-                sink.fail(message)
-            except Exception:
-                log.exception("could not send the error of stream %s", request_id)
+            self._end_with_error(request_id, sink, message)
