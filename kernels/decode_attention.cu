@@ -650,7 +650,9 @@ extern "C" int voxcpm_decode_attention(const void* q, const void* k_cache, const
         lengths == nullptr || out == nullptr)
         return VOXCPM_ERROR_INVALID_ARGUMENT;
     const size_t needed = voxcpm_decode_attention_workspace_bytes(batch, q_heads, head_dim, num_splits);
-    if (needed > 0 && (workspace == nullptr || workspace_bytes < needed)) return VOXCPM_ERROR_INVALID_ARGUMENT;
+    // The split kernel stores its partial rows as float4.
+    if (needed > 0 && (workspace == nullptr || workspace_bytes < needed || !aligned16(workspace)))
+        return VOXCPM_ERROR_INVALID_ARGUMENT;
     if (batch == 0) return 0;
     int major = 0;
     const int err = current_device_attribute(cudaDevAttrComputeCapabilityMajor, &major);
