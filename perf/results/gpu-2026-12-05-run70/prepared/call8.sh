@@ -1,4 +1,5 @@
-# After call 7 on an H100 (run 73): the 20 vocoder tests main's tier did not reach in 300 s, then
+# After call 7 on an H100 (run 74): the 20 vocoder tests main's tier did not reach in 300 s and
+# the edge-input tests (a misaligned decode_attention workspace is new since), then
 # the GPU tests of what the patches change, in build/out/session/trees/both (both patches;
 # decode_attention_wide.patch's test parametrisation fixed): decode_attention, the folded LocDiT
 # layer, the engine and the graph runner. Sized for ~350 s of device time left.
@@ -6,7 +7,7 @@
 set -u
 source perf/device_call_env.sh
 mkdir -p /tmp/r73c8
-timeout 90 $P -m pytest -q -p no:cacheprovider -m gpu tests/gpu/test_vocoder_fast_layers_gpu.py tests/gpu/test_vocoder_gpu.py \
+timeout 90 $P -m pytest -q -p no:cacheprovider -m gpu tests/gpu/test_vocoder_fast_layers_gpu.py tests/gpu/test_vocoder_gpu.py tests/gpu/test_ops_edge_inputs_gpu.py \
   > /tmp/r73c8/main_vocoder.log 2>&1; at "main vocoder tests" $?; tail -1 /tmp/r73c8/main_vocoder.log
 B=$PWD/build/out/session/trees/both
 BL=$B/build/out/lib/libvoxcpm_kernels.so
