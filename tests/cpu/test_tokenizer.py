@@ -90,6 +90,54 @@ def test_tokens_only_in_tokenizer_config_are_added_like_transformers(folder: Pat
     assert next_id in ours.encode(text) and next_id + 1 in ours.encode(text)
 
 
+def _variant(folder: Path, tmp_path: Path, config_edit, special_map: dict | None = None,
+             drop_added: bool = False) -> Path:
+    """A copy of the tiny tokenizer with its tokenizer_config.json edited, special_tokens_map.json
+    replaced, or tokenizer.json's added tokens left out (the vocabulary keeps <unk>, <s>, </s>)."""
+    import json
+    import shutil
+
+    variant = tmp_path / "variant"
+    shutil.copytree(folder, variant)
+    config = json.loads((variant / "tokenizer_config.json").read_text())
+    config_edit(config)
+    (variant / "tokenizer_config.json").write_text(json.dumps(config))
+    if special_map is not None:
+        (variant / "special_tokens_map.json").write_text(json.dumps(special_map))
+    if drop_added:
+        data = json.loads((variant / "tokenizer.json").read_text())
+        data["added_tokens"] = []
+        data["model"]["vocab"].update({SPECIAL_TOKENS[i]: i for i in (0, 1, 2)})
+        (variant / "tokenizer.json").write_text(json.dumps(data))
+    return variant
+
+
+SPECIAL_TEXT = "say <|extra|> then <s> and </s> or <|audio_start|> and <unk> here"
+
+
+def _drop_added_decoder(config: dict) -> None:
+    config.pop("added_tokens_decoder")
+
+
+@pytest.mark.parametrize("case", ["config_additional", "legacy_map_additional", "no_added_tokens"])
+def test_special_tokens_the_files_name_are_added_like_transformers(folder: Path, tmp_path: Path, case: str) -> None:
+    transformers = pytest.importorskip("transformers")
+    if case == "config_additional":
+        variant = _variant(folder, tmp_path, lambda c: c.update(additional_special_tokens=["<|extra|>"]))
+    elif case == "legacy_map_additional":
+        variant = _variant(folder, tmp_path, _drop_added_decoder, special_map={
+            "bos_token": "<s>", "eos_token": "</s>", "unk_token": "<unk>", "additional_special_tokens": ["<|extra|>"]})
+    else:
+        variant = _variant(folder, tmp_path, _drop_added_decoder, drop_added=True)
+    hf = transformers.LlamaTokenizerFast.from_pretrained(str(variant))
+    ours = TextTokenizer.from_folder(variant)
+    expected = hf.convert_tokens_to_ids(hf.tokenize(SPECIAL_TEXT))
+    assert ours.encode(SPECIAL_TEXT) == expected
+    assert ours.vocab_size == len(hf)
+    if case != "no_added_tokens":
+        assert len(hf) - 1 in expected  # <|extra|>: one new token, not split into pieces
+
+
 def test_missing_tokenizer_file_is_reported(tmp_path: Path) -> None:
     with pytest.raises(FileNotFoundError, match="tokenizer.json"):
         TextTokenizer.from_folder(tmp_path)

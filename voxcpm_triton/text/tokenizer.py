@@ -26,6 +26,10 @@ def _token_content(value: object) -> str | None:
     return value if isinstance(value, str) else None
 
 
+def _read_json(path: Path) -> dict:
+    return json.loads(path.read_text(encoding="utf-8")) if path.is_file() else {}
+
+
 def _add_configured_tokens(tokenizer: Tokenizer, added: dict[str, dict]) -> None:
     """Tokens listed in tokenizer_config.json but absent from tokenizer.json: transformers appends
     them at load time, so do the same (ids in the order of their configured ids)."""
@@ -45,6 +49,43 @@ def _add_configured_tokens(tokenizer: Tokenizer, added: dict[str, dict]) -> None
                              f"but tokenizer.json places it at {tokenizer.token_to_id(content)}")
 
 
+# transformers' special-token attributes in its order, and LlamaTokenizerFast's defaults for them.
+_SPECIAL_KEYS = ("bos_token", "eos_token", "unk_token", "sep_token", "pad_token", "cls_token", "mask_token")
+_LLAMA_DEFAULTS = {"bos_token": "<s>", "eos_token": "</s>", "unk_token": "<unk>"}
+
+
+def _configured_specials(config: dict, special_map: dict) -> dict[str, object]:
+    """The special tokens LlamaTokenizerFast ends up with: its defaults, then tokenizer_config.json;
+    special_tokens_map.json only counts for a config without `added_tokens_decoder` (transformers
+    reads it on that legacy path alone, merging the additional tokens of both)."""
+    values: dict[str, object] = dict(_LLAMA_DEFAULTS)
+    values.update({key: config[key] for key in _SPECIAL_KEYS + ("additional_special_tokens",) if key in config})
+    if "added_tokens_decoder" not in config:
+        for key, value in special_map.items():
+            if key == "additional_special_tokens":
+                merged = list(values.get("additional_special_tokens") or [])
+                values[key] = merged + [token for token in value or [] if token not in merged]
+            elif key in _SPECIAL_KEYS:
+                values[key] = value
+    return values
+
+
+def _add_special_tokens(tokenizer: Tokenizer, specials: dict[str, object]) -> None:
+    """Special tokens that are not added tokens of tokenizer.json yet: transformers adds them at load
+    time (one already in the vocabulary keeps its id and becomes unsplittable in text)."""
+    added = {token.content for token in tokenizer.get_added_tokens_decoder().values()}
+    listed: list[object] = [specials.get(key) for key in _SPECIAL_KEYS]
+    listed += list(specials.get("additional_special_tokens") or [])
+    for value in listed:
+        content = _token_content(value)
+        if content is None or content in added:
+            continue
+        flags = {k: value[k] for k in ("single_word", "lstrip", "rstrip", "normalized") if k in value} \
+            if isinstance(value, dict) else {}
+        tokenizer.add_special_tokens([AddedToken(content, special=True, **flags)])
+        added.add(content)
+
+
 class TextTokenizer:
     def __init__(self, tokenizer: Tokenizer, unk_token: str | None = "<unk>") -> None:
         self._tokenizer = tokenizer
@@ -59,16 +100,12 @@ class TextTokenizer:
         path = folder / "tokenizer.json"
         if not path.is_file():
             raise FileNotFoundError(f"no tokenizer.json in checkpoint folder {str(folder)!r}")
-        # LlamaTokenizerFast's unk token defaults to "<unk>" unless tokenizer_config.json names one.
-        unk_token: str | None = "<unk>"
         tokenizer = Tokenizer.from_file(str(path))
-        config_path = folder / "tokenizer_config.json"
-        if config_path.is_file():
-            config = json.loads(config_path.read_text(encoding="utf-8"))
-            if "unk_token" in config:
-                unk_token = _token_content(config["unk_token"])
-            _add_configured_tokens(tokenizer, config.get("added_tokens_decoder") or {})
-        return cls(tokenizer, unk_token)
+        config = _read_json(folder / "tokenizer_config.json")
+        _add_configured_tokens(tokenizer, config.get("added_tokens_decoder") or {})
+        specials = _configured_specials(config, _read_json(folder / "special_tokens_map.json"))
+        _add_special_tokens(tokenizer, specials)
+        return cls(tokenizer, _token_content(specials["unk_token"]))
 
     def tokenize(self, text: str) -> list[str]:
         tokens = self._tokenizer.encode(text, add_special_tokens=False).tokens
