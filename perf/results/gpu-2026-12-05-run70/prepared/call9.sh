@@ -11,8 +11,9 @@
 set -u
 source perf/device_call_env.sh
 mkdir -p /tmp/r75c9
-timeout 200 $P -m pytest -q -p no:cacheprovider -m gpu tests/gpu/test_vocoder_fast_layers_gpu.py tests/gpu/test_vocoder_gpu.py \
-  tests/gpu/test_ops_edge_inputs_gpu.py > /tmp/r75c9/main_tests.log 2>&1; at "main tests" $?; tail -1 /tmp/r75c9/main_tests.log
+timeout 200 $P -m pytest -q -p no:cacheprovider --durations=12 -m gpu tests/gpu/test_vocoder_fast_layers_gpu.py tests/gpu/test_vocoder_gpu.py \
+  tests/gpu/test_ops_edge_inputs_gpu.py > /tmp/r75c9/main_tests.log 2>&1; at "main tests" $?
+grep -A14 "slowest" /tmp/r75c9/main_tests.log; tail -1 /tmp/r75c9/main_tests.log
 B=$PWD/build/out/session/trees/both
 BL=$B/build/out/lib/libvoxcpm_kernels.so
 mkdir -p $B/build/out/lib
