@@ -8,11 +8,12 @@ what it means to the reference. The variant name is derived from fields, never f
 
 from __future__ import annotations
 
+import copy
 import json
 import math
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import Any, Mapping
 
 ARCHITECTURES = ("voxcpm2", "voxcpm")
 DTYPES = ("float32", "bfloat16", "float16")
@@ -241,12 +242,12 @@ class ModelConfig:
     @property
     def sample_rate(self) -> int:
         """Sample rate of the decoded (output) audio."""
-        return output_sample_rate(self.architecture, self.audio_vae)
+        return self.audio_vae["out_sample_rate"]
 
     @property
     def encode_sample_rate(self) -> int:
         """Sample rate the AudioVAE encoder expects for prompt audio."""
-        return int(self.audio_vae["sample_rate"])
+        return self.audio_vae["sample_rate"]
 
     @property
     def samples_per_patch(self) -> int:
@@ -277,12 +278,39 @@ class ModelConfig:
         )
 
 
-def output_sample_rate(architecture: str, audio_vae: dict[str, Any]) -> int:
-    """VoxCPM2's AudioVAE decodes at its out_sample_rate; VoxCPM1.x's at the rate it encodes (its
-    config class has no out_sample_rate, and a key of that name means nothing to it)."""
-    if architecture == "voxcpm2":
-        return int(audio_vae.get("out_sample_rate", audio_vae["sample_rate"]))
-    return int(audio_vae["sample_rate"])
+def parse_audio_vae(section: Mapping[str, Any] | None, architecture: str) -> dict[str, Any]:
+    """audio_vae_config over the architecture's defaults, each value the AudioVAE reads taken as
+    the reference's pydantic class takes it or refused by name: a null latent_dim derived from the
+    encoder, and out_sample_rate the rate the decoder outputs (VoxCPM1.x's config class has no
+    out_sample_rate, and a key of that name means nothing to it: its AudioVAE decodes at the rate it
+    encodes). use_noise_block is kept as given, for the AudioVAE to refuse."""
+    merged = {**copy.deepcopy(AUDIO_VAE_DEFAULTS[architecture]), **(section or {})}
+    where = "audio_vae_config."
+    typed = dict(merged)
+    for key in ("encoder_dim", "decoder_dim", "sample_rate"):
+        typed[key] = positive_int(merged[key], where + key)
+    for key in ("encoder_rates", "decoder_rates"):
+        values = merged[key]
+        if not isinstance(values, (list, tuple)) or not values:
+            raise ConfigError(f"{where}{key}={values!r}; must be a non-empty list of positive ints")
+        typed[key] = tuple(positive_int(r, where + key) for r in values)
+    latent_dim = merged["latent_dim"]
+    if latent_dim is None:
+        latent_dim = typed["encoder_dim"] * 2 ** len(typed["encoder_rates"])
+    typed["latent_dim"] = positive_int(latent_dim, where + "latent_dim")
+    typed["depthwise"] = boolean(merged["depthwise"], where + "depthwise")
+    is_v2 = architecture == "voxcpm2"
+    typed["out_sample_rate"] = positive_int(merged.get("out_sample_rate", merged["sample_rate"]) if is_v2
+                                            else merged["sample_rate"], where + "out_sample_rate")
+    boundaries = merged.get("sr_bin_boundaries") if is_v2 else None
+    if boundaries is not None and not isinstance(boundaries, (list, tuple)):
+        raise ConfigError(f"{where}sr_bin_boundaries={boundaries!r}; must be a list of ints")
+    typed["sr_bin_boundaries"] = (tuple(integer(b, where + "sr_bin_boundaries") for b in boundaries)
+                                  if boundaries is not None else None)
+    typed["cond_type"] = str(merged.get("cond_type", "scale_bias"))
+    typed["cond_dim"] = positive_int(merged.get("cond_dim", 128), where + "cond_dim")
+    typed["cond_out_layer"] = boolean(merged.get("cond_out_layer", False), where + "cond_out_layer")
+    return typed
 
 
 def detect_architecture(raw: dict[str, Any]) -> str:
@@ -299,16 +327,18 @@ def _variant(architecture: str, patch_size: int, sample_rate: int) -> str:
     return "voxcpm0.5b" if patch_size == 2 and sample_rate == 16000 else "voxcpm1.5"
 
 
+def _numbers(values: Any, name: str) -> tuple[float, ...]:
+    if not isinstance(values, list):
+        raise ConfigError(f"config.json: '{name}' must be a list of numbers, got {values!r}")
+    return tuple(number(x, name) for x in values)
+
+
 def _parse_lm(raw: dict[str, Any]) -> LMConfig:
     where = "lm_config."
     rope = _section(raw, "rope_scaling", where)
     rope_where = where + "rope_scaling."
-    factors = {}
-    for name in ("long_factor", "short_factor"):
-        values = _require(rope, name, rope_where)
-        if not isinstance(values, list):
-            raise ConfigError(f"config.json: '{rope_where}{name}' must be a list of numbers, got {values!r}")
-        factors[name] = tuple(number(x, rope_where + name) for x in values)
+    factors = {name: _numbers(_require(rope, name, rope_where), rope_where + name)
+               for name in ("long_factor", "short_factor")}
     rope_scaling = RopeScaling(
         type=str(_require(rope, "type", rope_where)),
         long_factor=factors["long_factor"],
@@ -370,9 +400,7 @@ def _parse_cfm(raw: dict[str, Any]) -> CfmConfig:
     where = "dit_config.cfm_config."
     for name in ("ratio_r_neq_t_range", "noise_cond_prob_range"):
         if name in known:
-            if not isinstance(known[name], list):
-                raise ConfigError(f"config.json: '{where}{name}' must be a list of numbers, got {known[name]!r}")
-            known[name] = tuple(number(x, where + name) for x in known[name])
+            known[name] = _numbers(known[name], where + name)
     for name in ("sigma_min", "training_cfg_rate", "inference_cfg_rate", "noise_cond_scale"):
         if name in known:
             known[name] = number(known[name], where + name)
@@ -394,7 +422,7 @@ def parse_config(raw: dict[str, Any]) -> ModelConfig:
     # VoxCPM2 keeps the mean-mode switch inside dit_config, VoxCPM1.x at the top level.
     mean_mode = boolean(dit_raw.get("dit_mean_mode", False) if arch == "voxcpm2" else raw.get("dit_mean_mode", False),
                       "dit_mean_mode")
-    audio_vae = {**AUDIO_VAE_DEFAULTS[arch], **_section(raw, "audio_vae_config", "", required=False)}
+    audio_vae = parse_audio_vae(_section(raw, "audio_vae_config", "", required=False), arch)
     dtype = str(raw.get("dtype", "bfloat16"))
     dtype = DTYPE_ALIASES.get(dtype, dtype)
     if dtype not in DTYPES:
@@ -405,7 +433,7 @@ def parse_config(raw: dict[str, Any]) -> ModelConfig:
         raise ConfigError(
             f"config.json: audio_vae_config.latent_dim ({audio_vae['latent_dim']}) must equal feat_dim ({feat_dim})"
         )
-    sample_rate = output_sample_rate(arch, audio_vae)
+    sample_rate = audio_vae["out_sample_rate"]
     config = ModelConfig(
         architecture=arch,
         variant=_variant(arch, patch_size, sample_rate),

@@ -116,6 +116,13 @@ def test_values_read_as_the_reference_reads_them():
     raw = tiny_config_dict("voxcpm1.5")
     raw["audio_vae_config"]["out_sample_rate"] = 48000
     assert parse_config(raw).sample_rate == 44100
+    # audio_vae_config is read once, the same way for the config's own figures and for the AudioVAE.
+    raw = tiny_config_dict("voxcpm2")
+    plain = parse_config(tiny_config_dict("voxcpm2"))
+    raw["audio_vae_config"]["decoder_rates"] = [str(r) for r in plain.audio_vae["decoder_rates"]]
+    raw["audio_vae_config"]["sample_rate"] = str(plain.encode_sample_rate)
+    config = parse_config(raw)
+    assert (config.samples_per_patch, config.encode_sample_rate) == (plain.samples_per_patch, plain.encode_sample_rate)
 
 
 @pytest.mark.parametrize("change,message", [

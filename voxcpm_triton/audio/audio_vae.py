@@ -20,7 +20,7 @@ from typing import Any, Mapping
 import torch
 from torch import nn
 
-from voxcpm_triton.config import AUDIO_VAE_DEFAULTS, boolean, integer, positive_int
+from voxcpm_triton.config import AUDIO_VAE_DEFAULTS, parse_audio_vae
 from voxcpm_triton.audio.vae_layers import (
     CausalConv1d,
     DecoderBlock,
@@ -58,44 +58,13 @@ def audio_vae_defaults(architecture: str) -> dict[str, Any]:
 def parse_audio_vae_spec(raw: Mapping[str, Any] | None, architecture: str) -> AudioVAESpec:
     if architecture not in ("voxcpm2", "voxcpm"):
         raise ValueError(f"architecture={architecture!r}; allowed: 'voxcpm2', 'voxcpm'")
-    merged = audio_vae_defaults(architecture)
-    merged.update(raw or {})
-    if merged.get("use_noise_block"):
+    values = parse_audio_vae(raw, architecture)
+    if values.get("use_noise_block"):
         # The noise block draws fresh noise on every decode, which makes streaming and windowed
         # decode differ from offline decode; the released checkpoints do not use it.
         raise ValueError("audio_vae_config.use_noise_block=true is not supported (released models use false)")
-    where = "audio_vae_config."
-    if merged["latent_dim"] is None:
-        merged["latent_dim"] = positive_int(merged["encoder_dim"], where + "encoder_dim") * 2 ** len(
-            merged["encoder_rates"])
-    rates = {}
-    for key in ("encoder_rates", "decoder_rates"):
-        values = merged[key]
-        if not isinstance(values, (list, tuple)) or not values:
-            raise ValueError(f"{where}{key}={values!r}; must be a non-empty list of positive ints")
-        rates[key] = tuple(positive_int(r, f"{where}{key}") for r in values)
-    version = 2 if architecture == "voxcpm2" else 1
-    boundaries = merged.get("sr_bin_boundaries") if version == 2 else None
-    if boundaries is not None and not isinstance(boundaries, (list, tuple)):
-        raise ValueError(f"{where}sr_bin_boundaries={boundaries!r}; must be a list of ints")
-    return AudioVAESpec(
-        version=version,
-        encoder_dim=positive_int(merged["encoder_dim"], where + "encoder_dim"),
-        encoder_rates=rates["encoder_rates"],
-        latent_dim=positive_int(merged["latent_dim"], where + "latent_dim"),
-        decoder_dim=positive_int(merged["decoder_dim"], where + "decoder_dim"),
-        decoder_rates=rates["decoder_rates"],
-        depthwise=boolean(merged["depthwise"], where + "depthwise"),
-        sample_rate=positive_int(merged["sample_rate"], where + "sample_rate"),
-        # VoxCPM1.x's AudioVAE decodes at the rate it encodes, whatever else the section says.
-        out_sample_rate=positive_int(merged.get("out_sample_rate", merged["sample_rate"]) if version == 2
-                                      else merged["sample_rate"], where + "out_sample_rate"),
-        sr_bin_boundaries=tuple(integer(b, where + "sr_bin_boundaries") for b in boundaries)
-        if boundaries is not None else None,
-        cond_type=str(merged.get("cond_type", "scale_bias")),
-        cond_dim=positive_int(merged.get("cond_dim", 128), where + "cond_dim"),
-        cond_out_layer=boolean(merged.get("cond_out_layer", False), where + "cond_out_layer"),
-    )
+    fields = (f.name for f in dataclasses.fields(AudioVAESpec) if f.name != "version")
+    return AudioVAESpec(version=2 if architecture == "voxcpm2" else 1, **{name: values[name] for name in fields})
 
 
 class Encoder(nn.Module):
