@@ -30,6 +30,12 @@ def _read_json(path: Path) -> dict:
     return json.loads(path.read_text(encoding="utf-8")) if path.is_file() else {}
 
 
+def _added_token(content: str, entry: dict, special: bool) -> AddedToken:
+    """An AddedToken with the flags a tokenizer file's entry gives it (absent ones false)."""
+    return AddedToken(content, single_word=entry.get("single_word", False), lstrip=entry.get("lstrip", False),
+                      rstrip=entry.get("rstrip", False), normalized=entry.get("normalized", False), special=special)
+
+
 def _add_configured_tokens(tokenizer: Tokenizer, added: dict[str, dict]) -> None:
     """Tokens listed in tokenizer_config.json but absent from tokenizer.json: transformers appends
     them at load time, so do the same (ids in the order of their configured ids)."""
@@ -37,10 +43,8 @@ def _add_configured_tokens(tokenizer: Tokenizer, added: dict[str, dict]) -> None
         content = entry["content"]
         if tokenizer.token_to_id(content) is not None:
             continue
-        token = AddedToken(content, single_word=entry.get("single_word", False), lstrip=entry.get("lstrip", False),
-                           rstrip=entry.get("rstrip", False), normalized=entry.get("normalized", False),
-                           special=entry.get("special", False))
-        if entry.get("special", False):
+        token = _added_token(content, entry, special=entry.get("special", False))
+        if token.special:
             tokenizer.add_special_tokens([token])
         else:
             tokenizer.add_tokens([token])
@@ -80,14 +84,12 @@ def _add_special_tokens(tokenizer: Tokenizer, specials: dict[str, object]) -> No
         content = _token_content(value)
         if content is None or content in added:
             continue
-        flags = {k: value[k] for k in ("single_word", "lstrip", "rstrip", "normalized") if k in value} \
-            if isinstance(value, dict) else {}
-        tokenizer.add_special_tokens([AddedToken(content, special=True, **flags)])
+        tokenizer.add_special_tokens([_added_token(content, value if isinstance(value, dict) else {}, special=True)])
         added.add(content)
 
 
 class TextTokenizer:
-    def __init__(self, tokenizer: Tokenizer, unk_token: str | None = "<unk>") -> None:
+    def __init__(self, tokenizer: Tokenizer, unk_token: str | None) -> None:
         self._tokenizer = tokenizer
         vocab = tokenizer.get_vocab(with_added_tokens=True)
         self._multichar = frozenset(token for token in vocab if _is_cjk_run(token))
