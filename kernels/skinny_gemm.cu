@@ -51,9 +51,10 @@ enum Epilogue { kPlain = 0, kSwiGLU = VOXCPM_SKINNY_SWIGLU };
 constexpr int kRowRms = VOXCPM_SKINNY_ROW_RMS;
 constexpr int kResidual = VOXCPM_SKINNY_RESIDUAL;
 constexpr int kBias = VOXCPM_SKINNY_BIAS;  // with kResidual: the residual is one [n] row for every row
-// The gain staged for ROW_RMS: at most 16 KB of shared memory, which leaves the two blocks per
-// multiprocessor the registers allow.
-constexpr int kMaxNormK = 8192;
+// The gain staged for ROW_RMS, as dynamic shared memory beside the 25-32-row form's 33808 static
+// bytes: within the 48 KB a launch gets without opting in, k up to 7648 (at 8192 it fails to
+// launch). ops/skinny_linear.py's NORM_MAX_K mirrors it.
+constexpr int kMaxNormK = 7648;
 constexpr int kRowSlots = 32;  // per-row sums of squares kept after the fragment values (kMaxRows)
 
 __device__ __forceinline__ uint32_t word(const uint4& v, int i) {

@@ -38,9 +38,8 @@ if not 1 <= PLAIN_MAX_ROWS <= MAX_ROWS:
     raise ValueError(f"VOXCPM_SKINNY_PLAIN_ROWS={PLAIN_MAX_ROWS}; allowed: 1..{MAX_ROWS}")
 # Epilogue flags, as in kernels/voxcpm_kernels.h.
 PLAIN, SWIGLU, ROW_RMS, RESIDUAL, BIAS = 0, 1, 2, 4, 8
-# ROW_RMS stages the norm's gain in shared memory beside the kernel's static 33808 bytes (its 25-32
-# row form): within the 48 KB a launch gets without opting in, k up to 7648 (the kernel's own
-# kMaxNormK, 8192, fails to launch there).
+# The widest k whose norm gain ROW_RMS stages in shared memory: the kernel's kMaxNormK
+# (kernels/skinny_gemm.cu says why), which refuses wider ones.
 NORM_MAX_K = 7648
 # Counters are one int32 per 32 weight rows; 4096 covers weights of up to 131072 rows.
 COUNTERS = 4096
