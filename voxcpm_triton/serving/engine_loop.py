@@ -262,20 +262,25 @@ class EngineLoop:
         for request_id, sink in [item for item in sinks if item[0] in asked] + polled:
             if request_id not in asked and not sink.is_cancelled():
                 continue
-            self._engine.cancel(request_id)
-            with self._lock:
-                self._forget(request_id)
+            self._release(request_id)
             try:
                 sink.finish()
             except Exception as exc:
                 log.exception("ending cancelled stream %s failed", request_id)
-                self._end_with_error(request_id, sink, f"ending the stream failed: {type(exc).__name__}: {exc}")
+                self._send_error(request_id, sink, f"ending the stream failed: {type(exc).__name__}: {exc}")
 
     def _end_with_error(self, request_id: str, sink: StreamSink, message: str) -> None:
         """End a stream with an error: its slot freed, its client told (if it can be)."""
+        self._release(request_id)
+        self._send_error(request_id, sink, message)
+
+    def _release(self, request_id: str) -> None:
         self._engine.cancel(request_id)
         with self._lock:
             self._forget(request_id)
+
+    @staticmethod
+    def _send_error(request_id: str, sink: StreamSink, message: str) -> None:
         try:
             sink.fail(message)
         except Exception:

@@ -149,10 +149,12 @@ class TritonPythonModel:
 
     def _report_slots(self, count):
         # Called by the engine loop only when the count changes. The back-pressure gate posts the
-        # live streams before each step; this posts them when an instance goes idle too, or its last
-        # count would keep loosening the other instances' gates.
+        # live streams before each step, so this posts only an instance going idle, whose last count
+        # would otherwise keep loosening the other instances' gates (its slots count no queued stream,
+        # and would swing the gate's figure within a step).
         self.slot_gauge.set(count)
-        self.window_counter.set_live(count)
+        if count == 0:
+            self.window_counter.set_live(0)
         pb_utils.Logger.log_verbose(f"ar_decoder: live slots {count}")
 
     def execute(self, requests):
