@@ -22,6 +22,7 @@ from __future__ import annotations
 import hashlib
 import os
 import pickle
+import tempfile
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -99,8 +100,9 @@ class VoiceCache:
         """Register (or replace) a voice."""
         self.check_id(voice_id)
         path = self._path(voice_id)
-        # Unique among the processes (of any host) that share the folder.
-        temporary = path.with_suffix(f".{os.getpid()}.{os.urandom(4).hex()}.tmp")
+        handle, name = tempfile.mkstemp(dir=self.folder, prefix=f".{path.name}.", suffix=".tmp")
+        os.close(handle)
+        temporary = Path(name)
         stored = {"voice_id": voice_id, "latent_space": self.latent_space, "prompt_text": voice.prompt_text}
         for part in ("prompt", "reference"):
             latents = getattr(voice, part)

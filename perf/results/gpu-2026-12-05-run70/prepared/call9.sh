@@ -6,7 +6,8 @@
 #   four graph-runner tests call 17 did not reach;
 # - main against both at 64 streams, 3 repeats (run 74's 2 repeats on the H100: -1.6%, inside the
 #   spread).
-# Libraries: lib.so.xz (main) and lib_w8.so.xz (both), built for sm_90 from b6c358a's kernels.
+# Libraries: lib.so.xz (main, kernels of the commit that tightened skinny_gemm's kMaxNormK) and
+# lib_w8.so.xz (both, b6c358a's kernels: they differ in that bound alone), for sm_90.
 # carry: ["build/out/session"]
 set -u
 source perf/device_call_env.sh
