@@ -13,7 +13,6 @@ import numpy as np
 import tritonclient.grpc as grpcclient
 from tritonclient.utils import InferenceServerException
 
-INT32_MAX = 2**31 - 1  # tritonclient's message size limit (its MAX_GRPC_MESSAGE_SIZE)
 
 MODEL = "voxcpm"
 DECODER = "ar_decoder"
@@ -113,8 +112,8 @@ def connect(url: str) -> grpcclient.InferenceServerClient:
         return grpcclient.InferenceServerClient(url)
     keepalive = grpcclient.KeepAliveOptions()
     return grpcclient.InferenceServerClient(url, channel_args=[
-        ("grpc.max_send_message_length", INT32_MAX),
-        ("grpc.max_receive_message_length", INT32_MAX),
+        ("grpc.max_send_message_length", grpcclient.MAX_GRPC_MESSAGE_SIZE),
+        ("grpc.max_receive_message_length", grpcclient.MAX_GRPC_MESSAGE_SIZE),
         ("grpc.keepalive_time_ms", keepalive.keepalive_time_ms),
         ("grpc.keepalive_timeout_ms", keepalive.keepalive_timeout_ms),
         ("grpc.keepalive_permit_without_calls", keepalive.keepalive_permit_without_calls),
