@@ -54,7 +54,10 @@ class LoadRunner:
                  cfg_value: float = 2.0, timesteps: int = 10):
         import tritonclient.grpc as grpcclient
 
+        from client.streaming import connect
+
         self.grpcclient = grpcclient
+        self.connect = connect  # loopback never through an HTTP proxy, as the client library's
         self.url = url
         self.max_seconds = patches * patch_seconds
         self.seed = seed
@@ -75,7 +78,7 @@ class LoadRunner:
             def __init__(client) -> None:
                 client.rounds_left = rounds
                 client.record: Optional[StreamRecord] = None
-                client.triton = self.grpcclient.InferenceServerClient(self.url)
+                client.triton = self.connect(self.url)
                 client.triton.start_stream(callback=client.on_response)
 
             def send(client) -> None:  # called with lock held
@@ -89,7 +92,7 @@ class LoadRunner:
                     client.triton.async_stream_infer(MODEL, inputs, request_id=client.record.request_id,
                                                      enable_empty_final_response=True)
                 except Exception as exc:  # the client's stream is gone: this and its later rounds fail
-                    client.end(time.perf_counter(), f"not sent: {exc}")
+                    client.end(time.perf_counter(), f"not sent: {exc}", unsent_cause=str(exc))
 
             def give_up(client, error: str) -> None:  # called with lock held
                 """Count the request in flight and the rounds not sent yet as failed, and drop any
@@ -102,13 +105,14 @@ class LoadRunner:
                     records.append(StreamRecord(f"load-{next(counter)}", sent_at=time.perf_counter(),
                                                 error=f"not sent: {error}"))
 
-            def end(client, now: float, error: Optional[str]) -> None:  # called with lock held
+            def end(client, now: float, error: Optional[str], unsent_cause: Optional[str] = None) -> None:
+                # called with lock held; unsent_cause: why the request could not be sent at all
                 client.record.finished_at = now
                 client.record.error = error
                 client.record = None
                 if client.rounds_left > 0:
-                    if error is not None and error.startswith("not sent"):
-                        client.give_up(error[len("not sent: "):])
+                    if unsent_cause is not None:
+                        client.give_up(unsent_cause)
                     else:
                         client.send()
                         return

@@ -51,7 +51,7 @@ class FakeGrpc:
 
 def runner(timeout_s: float) -> LoadRunner:
     load = LoadRunner("127.0.0.1:1", patches=3, patch_seconds=0.16, seed=0, request_timeout_s=timeout_s)
-    load.grpcclient = FakeGrpc
+    load.grpcclient, load.connect = FakeGrpc, FakeClient
     return load
 
 
