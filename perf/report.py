@@ -124,11 +124,11 @@ def render_markdown(results: Sequence[dict]) -> str:
     ours = [r for r in results if r["system"].startswith("ours")] or list(results[:1])
     others = [r for r in results if r not in ours]
     for mine in ours:
-        comparable = [other for other in others if not differences(mine, other)]
-        for other in others:
-            if other not in comparable:
-                parts += [f"No ratios of {mine['system']} against {other['system']}: "
-                          f"{', '.join(differences(mine, other))}.", ""]
+        apart = [(other, differences(mine, other)) for other in others]
+        comparable = [other for other, why in apart if not why]
+        for other, why in apart:
+            if why:
+                parts += [f"No ratios of {mine['system']} against {other['system']}: {', '.join(why)}.", ""]
         if comparable:
             parts += [f"## Ratios: {mine['system']} against each baseline",
                       "(throughput: higher is better; first audio: lower is better)", "",

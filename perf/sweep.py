@@ -19,7 +19,7 @@ import time
 from pathlib import Path
 from typing import Callable, Optional, Sequence
 
-from perf.gpu_memory import gpu_memory_used_mib
+from perf.gpu_memory import gpu_memory_used_mib, gpu_name
 from perf.stream_metrics import StreamRecord, summarise_level
 
 DEFAULT_LEVELS = (1, 4, 16, 64, 128, 256)
@@ -76,14 +76,6 @@ def git_commit() -> Optional[str]:
                               cwd=Path(__file__).resolve().parent, timeout=10, check=True).stdout.strip()
     except (subprocess.SubprocessError, OSError):
         return None
-
-
-def gpu_name() -> str:
-    """The first visible GPU's name ("none" without one): which machine a figure came from, so that
-    report.py compares runs of one kind of card only."""
-    import torch
-
-    return torch.cuda.get_device_name(0) if torch.cuda.is_available() else "none"
 
 
 def run_sweep(
