@@ -1,18 +1,14 @@
-# Prepared: call0's GPU tier on main, then call4's decode_attention in 8-warp blocks, in one call
-# (a machine that idles 30 s goes back, and a fresh start may not come): the tier with main's
-# library; then in build/out/session/trees/w8 (make_tree.sh w8 decode_attention_wide) with
-# lib_w8.so.xz, the decode_attention GPU tests, the sweep at 300 keys, and the interleaved step A/B
-# at 64 streams, 4 warps forced against the default choice.
+# Prepared: decode_attention in 8-warp blocks (decode_attention_wide.patch) alone, in
+# build/out/session/trees/w8 (make_tree.sh w8 decode_attention_wide) with lib_w8.so.xz: its GPU
+# tests, the sweep at 300 keys, and the interleaved step A/B at 64 streams, 4 warps forced against
+# the default choice. (Main's GPU tier, which this call first also ran, ran in run 74.)
 # carry: ["build/out/session"]
 set -u
 source perf/device_call_env.sh
 mkdir -p /tmp/r73c6
-timeout 260 $P -m pytest -q -p no:cacheprovider -m gpu tests/gpu > /tmp/r73c6/gpu_tier.log 2>&1; at "gpu tier" $?
-tail -3 /tmp/r73c6/gpu_tier.log
 W=$PWD/build/out/session/trees/w8
 WL=$W/build/out/lib/libvoxcpm_kernels.so
-mkdir -p $W/build/out/lib
-$P -c "import lzma,sys; open(sys.argv[2],'wb').write(lzma.open(sys.argv[1]).read())" build/out/session/lib_w8.so.xz $WL
+unpack_lib build/out/session/lib_w8.so.xz $WL
 cd $W
 export PYTHONPATH=$W VOXCPM_KERNELS_LIB=$WL
 timeout 120 $P -m pytest -q -p no:cacheprovider -m gpu tests/gpu/test_decode_attention_gpu.py > /tmp/r73c6/w8_tests.log 2>&1

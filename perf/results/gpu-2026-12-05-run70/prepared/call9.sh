@@ -17,8 +17,7 @@ timeout 200 $P -m pytest -q -p no:cacheprovider --durations=12 -m gpu tests/gpu/
 grep -A14 "slowest" /tmp/r75c9/main_tests.log; tail -1 /tmp/r75c9/main_tests.log
 B=$PWD/build/out/session/trees/both
 BL=$B/build/out/lib/libvoxcpm_kernels.so
-mkdir -p $B/build/out/lib
-$P -c "import lzma,sys; open(sys.argv[2],'wb').write(lzma.open(sys.argv[1]).read())" build/out/session/lib_w8.so.xz $BL
+unpack_lib build/out/session/lib_w8.so.xz $BL
 (cd $B && PYTHONPATH=$B VOXCPM_KERNELS_LIB=$BL timeout 150 $P -m pytest -q -p no:cacheprovider -m gpu \
   tests/gpu/test_graph_runner.py > /tmp/r75c9/both_tests.log 2>&1); at "both graph-runner tests" $?; tail -1 /tmp/r75c9/both_tests.log
 l=$(left 585); [ $l -gt 60 ] && timeout $l $P perf/ab_step.py --out /tmp/r75c9/ab --variant main=VOXCPM_LT_CACHE=/tmp/ab_lt.json \
