@@ -6,7 +6,7 @@
 //
 // bf16 / fp16 on compute capability >= 8 (tensor cores, the production path): the kernel is a
 // stream of K/V rows, so what decides its speed is how many bytes each multiprocessor keeps in
-// flight. Each warp walks 16-key steps of the block's piece (warp w takes steps w, w + 4, ...) and
+// flight. Each warp walks 16-key steps of the block's piece (warp w of W takes steps w, w + W, ...) and
 // loads a whole step (8 KB at head_dim 128) straight into registers with 16-byte loads, issuing the
 // next step's loads before it computes on the current one; there are no block barriers in the loop.
 // The loads are laid out so the registers already are mma.sync operands:
@@ -238,8 +238,13 @@ __global__ void __launch_bounds__(kThreads, 2) decode_attention_cuda_core_kernel
 
 // ---- Tensor-core kernel (bf16 / fp16, compute capability >= 8) ----
 
+// Warps per block: 4, two blocks per multiprocessor (~250 registers a thread). A grid of one split
+// per stream that has at most one block per multiprocessor leaves half of every multiprocessor's
+// slots empty and each warp a long serial walk of its stream's keys (64 streams of VoxCPM2's base LM:
+// 128 blocks, ~5 steps a warp at 300 keys). There blocks of 8 warps walk half as far, one per
+// multiprocessor, and merge 8 partial states instead of 4 (mma_warps).
 constexpr int kMmaWarps = 4;
-constexpr int kMmaThreads = kMmaWarps * 32;
+constexpr int kMmaWideWarps = 8;
 constexpr int kStep = 16;  // keys per warp step: two 8-key logits tiles, one P.V k-step
 constexpr int64_t kMaxMmaPosStride = (INT32_MAX - 64) / kStep;  // LaneRows' offsets stay 32-bit
 
@@ -388,13 +393,14 @@ __device__ __forceinline__ void attend_step(WarpState<D, NH>& st, const StepRegs
         }
 }
 
-template <typename T, int D, int NH>
-__global__ void __launch_bounds__(kMmaThreads, 2) decode_attention_mma_kernel(AttnArgs a) {
+template <typename T, int D, int NH, int W>
+__global__ void __launch_bounds__(W * 32, 8 / W) decode_attention_mma_kernel(AttnArgs a) {
     constexpr int HB = 8 * NH;  // head rows of the block's tiles
     static_assert(D % 64 == 0, "head_dim must be a multiple of 64");
+    static_assert(W == kMmaWarps || (W == kMmaWideWarps && NH == 1), "8-warp blocks serve one head tile");
 
-    __shared__ float4 part_o[kMmaWarps][HB][D / 4];  // each warp's unnormalised out rows
-    __shared__ float part_m[kMmaWarps][HB], part_l[kMmaWarps][HB];
+    __shared__ float4 part_o[W][HB][D / 4];  // each warp's unnormalised out rows
+    __shared__ float part_m[W][HB], part_l[W][HB];
 
     pdl_launch_dependents();
     pdl_wait();  // q and the caches come from the kernels before this one
@@ -441,7 +447,7 @@ __global__ void __launch_bounds__(kMmaThreads, 2) decode_attention_mma_kernel(At
         const T* k_head = static_cast<const T*>(a.k_cache) + slot * a.slot_stride + kv_head * a.head_stride;
         const T* v_head = static_cast<const T*>(a.v_cache) + slot * a.slot_stride + kv_head * a.head_stride;
         const LaneRows rows = lane_rows(static_cast<int>(a.pos_stride), g, q);
-        constexpr int kStride = kMmaWarps * kStep;
+        constexpr int kStride = W * kStep;
         auto live_keys = [&](int64_t first) {
             return static_cast<int>(range.end - first < kStep ? range.end - first : kStep);
         };
@@ -498,17 +504,17 @@ __global__ void __launch_bounds__(kMmaThreads, 2) decode_attention_mma_kernel(At
     __syncthreads();
 
     // Merge the warps: rescale each to the common max (warps without keys have max -inf, sum 0).
-    for (int i = threadIdx.x; i < heads * (D / 4); i += kMmaThreads) {
+    for (int i = threadIdx.x; i < heads * (D / 4); i += W * 32) {
         const int h = i / (D / 4);
         const int d4 = i - h * (D / 4);
         float mx = -INFINITY;
 #pragma unroll
-        for (int w = 0; w < kMmaWarps; ++w) mx = fmaxf(mx, part_m[w][h]);
+        for (int w = 0; w < W; ++w) mx = fmaxf(mx, part_m[w][h]);
         float denom = 0.f;
         float acc[4] = {0.f, 0.f, 0.f, 0.f};
         if (mx != -INFINITY) {
 #pragma unroll
-            for (int w = 0; w < kMmaWarps; ++w) {
+            for (int w = 0; w < W; ++w) {
                 const float weight = exp2f(part_m[w][h] - mx);
                 const float4 o = part_o[w][h][d4];
                 denom += part_l[w][h] * weight;
@@ -599,22 +605,35 @@ int launch_cuda_core_for_group(const AttnArgs& a, int64_t batch, cudaStream_t st
     return launch_cuda_core<T, D, 1>(a, batch, stream);
 }
 
-template <typename T, int D, int NH>
+template <typename T, int D, int NH, int W>
 int launch_mma(AttnArgs a, int64_t batch, cudaStream_t stream) {
     const int group = a.q_heads / a.kv_heads;
     a.heads_per_block = group < 8 * NH ? group : 8 * NH;
     const int chunks = (group + a.heads_per_block - 1) / a.heads_per_block;
     if (static_cast<int64_t>(a.kv_heads) * chunks > 65535) return VOXCPM_ERROR_INVALID_ARGUMENT;
     const dim3 grid(a.num_splits, a.kv_heads * chunks, static_cast<unsigned>(batch));
-    const int err = launch_kernel(decode_attention_mma_kernel<T, D, NH>, grid, dim3(kMmaThreads), 0, stream, a);
+    const int err = launch_kernel(decode_attention_mma_kernel<T, D, NH, W>, grid, dim3(W * 32), 0, stream, a);
     return err != 0 ? err : launch_combine<T, D>(a, batch, stream);
+}
+
+// Warps per block for a grid of `blocks` (one head tile each): 8 where the grid is one split per
+// stream and at most one block per multiprocessor, else 4. VOXCPM_DECODE_ATTENTION_WARPS=4 or 8
+// forces either (A/B timing and the tests; read on every call so a test can switch it).
+__host__ int mma_warps(const AttnArgs& a, int64_t blocks) {
+    const char* value = getenv("VOXCPM_DECODE_ATTENTION_WARPS");
+    if (value != nullptr && value[0] == '4') return kMmaWarps;
+    if (value != nullptr && value[0] == '8') return kMmaWideWarps;
+    return a.num_splits == 1 && blocks <= multiprocessors() ? kMmaWideWarps : kMmaWarps;
 }
 
 // Groups of up to 8 heads fill one 8-column tile of out^T; larger groups take blocks of 16 heads.
 template <typename T, int D>
 int launch_mma_for_group(const AttnArgs& a, int64_t batch, cudaStream_t stream) {
-    if (a.q_heads / a.kv_heads <= 8) return launch_mma<T, D, 1>(a, batch, stream);
-    return launch_mma<T, D, 2>(a, batch, stream);
+    const int group = a.q_heads / a.kv_heads;
+    if (group > 8) return launch_mma<T, D, 2, kMmaWarps>(a, batch, stream);
+    if (mma_warps(a, batch * a.kv_heads * a.num_splits) == kMmaWideWarps)
+        return launch_mma<T, D, 1, kMmaWideWarps>(a, batch, stream);
+    return launch_mma<T, D, 1, kMmaWarps>(a, batch, stream);
 }
 
 // VOXCPM_DECODE_ATTENTION_MMA=0 sends bf16 / fp16 to the CUDA-core kernel (A/B timing). Read on

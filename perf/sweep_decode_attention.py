@@ -9,7 +9,7 @@ call's keys in L2 (at 64 streams one layer's live K/V is 20 MB). Timing: perf/be
 
 Usage: python perf/sweep_decode_attention.py --out DIR/sweep_decode_attention.json
        [--batches 1,4,16,32,64,128,256] [--splits 1,2,3,4,6,8,12,16,32] [--length 300]
-       [--layers 28] [--kernels mma,cuda_core] [--ragged]
+       [--layers 28] [--kernels mma,mma4,mma8,cuda_core] [--ragged]
 """
 
 from __future__ import annotations
@@ -30,7 +30,13 @@ from voxcpm_triton import ops  # noqa: E402
 from voxcpm_triton.ops.decode_attention import default_num_splits  # noqa: E402
 
 Q_HEADS, KV_HEADS, HEAD_DIM = 16, 2, 128
-SWITCH = {"mma": "1", "cuda_core": "0"}  # VOXCPM_DECODE_ATTENTION_MMA, read by the library per call
+# The environment each kernel runs under (the library reads both switches on every call): "mma" lets
+# the grid choose the tensor-core kernel's block size, "mma4" / "mma8" force 4 / 8 warps.
+KERNEL_ENV = {"mma": {"VOXCPM_DECODE_ATTENTION_MMA": "1"},
+              "mma4": {"VOXCPM_DECODE_ATTENTION_MMA": "1", "VOXCPM_DECODE_ATTENTION_WARPS": "4"},
+              "mma8": {"VOXCPM_DECODE_ATTENTION_MMA": "1", "VOXCPM_DECODE_ATTENTION_WARPS": "8"},
+              "cuda_core": {"VOXCPM_DECODE_ATTENTION_MMA": "0"}}
+SWITCHES = ("VOXCPM_DECODE_ATTENTION_MMA", "VOXCPM_DECODE_ATTENTION_WARPS")
 
 
 def sweep_batch(batch: int, length: int, layers: int, splits: list[int], kernels: list[str],
@@ -49,7 +55,9 @@ def sweep_batch(batch: int, length: int, layers: int, splits: list[int], kernels
     kv_bytes = 2 * int(lengths.sum()) * KV_HEADS * HEAD_DIM * 2
     rows = []
     for kernel in kernels:
-        os.environ["VOXCPM_DECODE_ATTENTION_MMA"] = SWITCH[kernel]
+        for name in SWITCHES:
+            os.environ.pop(name, None)
+        os.environ.update(KERNEL_ENV[kernel])
         for count in sorted(set(splits) | {default}):
             turn = itertools.count()
 
@@ -66,7 +74,8 @@ def sweep_batch(batch: int, length: int, layers: int, splits: list[int], kernels
         chosen = next(r for r in rows if r["kernel"] == kernel and r["default"])
         print(f"{kernel:<9} B={batch:<4} best {best['splits']} splits {best['us']:.1f} us; default {default} "
               f"{chosen['us']:.1f} us", flush=True)
-    os.environ.pop("VOXCPM_DECODE_ATTENTION_MMA", None)
+    for name in SWITCHES:
+        os.environ.pop(name, None)
     return rows
 
 
@@ -84,9 +93,9 @@ def main() -> int:
         print("sweep_decode_attention needs a CUDA GPU and the kernels library", file=sys.stderr)
         return 2
     kernels = args.kernels.split(",")
-    unknown = set(kernels) - set(SWITCH)
+    unknown = set(kernels) - set(KERNEL_ENV)
     if unknown:
-        parser.error(f"--kernels takes {sorted(SWITCH)}, got {sorted(unknown)}")
+        parser.error(f"--kernels takes {sorted(KERNEL_ENV)}, got {sorted(unknown)}")
     splits = [int(s) for s in args.splits.split(",")]
     rows = []
     for batch in (int(b) for b in args.batches.split(",")):

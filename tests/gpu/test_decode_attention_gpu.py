@@ -1,5 +1,6 @@
 """decode_attention's two CUDA kernels against the PyTorch reference: the tensor-core kernel (bf16 /
-fp16, the default) and the CUDA-core one (fp32, and bf16 / fp16 with VOXCPM_DECODE_ATTENTION_MMA=0).
+fp16, the default; in blocks of 4 and of 8 warps, VOXCPM_DECODE_ATTENTION_WARPS) and the CUDA-core
+one (fp32, and bf16 / fp16 with VOXCPM_DECODE_ATTENTION_MMA=0).
 
 Covered: ragged lengths (0, 1, around the 16-key warp step, past 128, the cache's full length, past
 it: clamped), padding rows (slot -1) and unknown slots, shuffled slot ids, 1..64 splits (more splits
@@ -32,6 +33,7 @@ pytestmark = [
 
 DTYPES = (torch.bfloat16, torch.float16, torch.float32)
 SWITCH = "VOXCPM_DECODE_ATTENTION_MMA"
+WARPS = "VOXCPM_DECODE_ATTENTION_WARPS"
 
 
 @pytest.fixture(scope="module", autouse=True)
@@ -41,11 +43,13 @@ def kernels_loaded():
                                               "build it with build/build_kernels.sh"
 
 
-@pytest.fixture(params=("mma", "cuda_core"))
+@pytest.fixture(params=("mma4", "mma8", "cuda_core"))
 def kernel(request, monkeypatch):
-    """Which kernel bf16 / fp16 take (fp32 always takes the CUDA-core one); the switch is read on
-    every call."""
-    monkeypatch.setenv(SWITCH, "1" if request.param == "mma" else "0")
+    """Which kernel bf16 / fp16 take (fp32 always takes the CUDA-core one), the tensor-core one in
+    blocks of 4 or 8 warps whatever the grid (8 only for groups of <= 8 heads); both switches are
+    read on every call."""
+    monkeypatch.setenv(SWITCH, "0" if request.param == "cuda_core" else "1")
+    monkeypatch.setenv(WARPS, request.param[-1] if request.param != "cuda_core" else "4")
     return request.param
 
 
@@ -77,7 +81,7 @@ def make_case(dtype: torch.dtype, lengths: list[int], q_heads: int, kv_heads: in
 
 
 def skip_fp32_twice(kernel: str, dtype: torch.dtype) -> None:
-    if dtype == torch.float32 and kernel == "mma":
+    if dtype == torch.float32 and kernel != "cuda_core":
         pytest.skip("fp32 always runs the CUDA-core kernel (covered by the cuda_core case)")
 
 
@@ -129,13 +133,27 @@ def test_voxcpm2_shapes_with_the_default_split_count(kernel, batch):
     check(*make_case(torch.bfloat16, lengths, 16, 2, 128, 400, seed=batch), None)
 
 
-def test_kernels_agree(monkeypatch):
+@pytest.mark.parametrize("batch", (1, 33, 64, 66, 67, 256))
+def test_voxcpm2_shapes_with_the_default_warps_and_splits(monkeypatch, batch):
+    # Unforced, the block size follows the grid: 8 warps where one split per stream leaves at most
+    # one block per multiprocessor (33-66 streams on a 132-multiprocessor GPU), else 4.
+    monkeypatch.delenv(WARPS, raising=False)
+    monkeypatch.delenv(SWITCH, raising=False)
+    g = torch.Generator().manual_seed(batch + 1)
+    lengths = torch.randint(1, 400, (batch,), generator=g).tolist()
+    check(*make_case(torch.bfloat16, lengths, 16, 2, 128, 400, seed=batch + 1), None)
+
+
+@pytest.mark.parametrize("num_splits", (1, 3))
+def test_kernels_agree(monkeypatch, num_splits):
     case = make_case(torch.bfloat16, RAGGED, 16, 2, 128, 512, seed=3)
     outs = []
-    for value in ("1", "0"):
-        monkeypatch.setenv(SWITCH, value)
-        outs.append(ops.decode_attention(*case, num_splits=3).float())
-    torch.testing.assert_close(outs[0], outs[1], atol=1.6e-2, rtol=1.6e-2)
+    for mma, warps in (("1", "4"), ("1", "8"), ("0", "4")):
+        monkeypatch.setenv(SWITCH, mma)
+        monkeypatch.setenv(WARPS, warps)
+        outs.append(ops.decode_attention(*case, num_splits=num_splits).float())
+    for other in outs[1:]:
+        torch.testing.assert_close(other, outs[0], atol=1.6e-2, rtol=1.6e-2)
 
 
 @pytest.mark.parametrize("num_splits", (1, 6))

@@ -21,7 +21,7 @@ from voxcpm_triton.ops.rope_kv_write import as_int32_index
 # only add combine work.
 DEFAULT_MAX_SPLITS = 8
 # Blocks resident per multiprocessor at head_dim 128 (build with VOXCPM_PTXAS_VERBOSE=1): the
-# tensor-core kernel uses 252 registers x 128 threads, the CUDA-core one 187 x 128, so two.
+# tensor-core kernel uses 255 registers x 128 threads, the CUDA-core one 187 x 128, so two.
 BLOCKS_PER_SM = 2
 # A block's fixed cost (its first memory round trip, the merge of its warps) and the combine kernel's,
 # relative to one block streaming a whole 300-key stream. Fitted to run 9's sweep, where one split
