@@ -5,7 +5,8 @@
 # Under MPS the two processes' kernels run side by side and a due vocoder window goes first (run 69),
 # so the question is whether launch-ahead now pays served, as it does in-process (13.66 -> 13.28 ms
 # a step at 64 streams, run 70 call 1). Needs no patch.
-# carry: ["build/out/session", "build/out/device"] (session: lib.so.xz, main's library, sm_90; commit).
+# carry: ["build/out/session/lib.so.xz", "build/out/session/commit", "build/out/device"] (main's library,
+# sm_90; the whole session folder with its trees would pass the 64 MiB a call carries).
 set -u
 source perf/device_call_env.sh
 unset PYTHONPATH VOXCPM_KERNELS_LIB  # the campaign sets up its own venv and library path
