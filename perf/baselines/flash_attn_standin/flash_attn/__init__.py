@@ -109,7 +109,6 @@ def flash_attn_with_kvcache(q, k_cache, v_cache, k=None, v=None, rotary_cos=None
         raise NotImplementedError("flash_attn_with_kvcache stand-in needs cache_seqlens")
     batch, sq, heads, dim = q.shape
     if block_table is not None:
-        block_size = k_cache.shape[1]
         keys = k_cache[block_table.long().clamp(min=0)].flatten(1, 2)  # [B, W * block_size, Hk, D]
         values = v_cache[block_table.long().clamp(min=0)].flatten(1, 2)
     else:
