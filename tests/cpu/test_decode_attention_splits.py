@@ -22,7 +22,14 @@ def test_streams_that_fill_the_gpu_take_one_split():
 def test_small_batches_spread_over_the_gpu():
     assert splits_for_waves(2 * 1, RESIDENT) == DEFAULT_MAX_SPLITS
     assert splits_for_waves(2 * 4, RESIDENT) == DEFAULT_MAX_SPLITS
+    assert splits_for_waves(2 * 8, RESIDENT) == DEFAULT_MAX_SPLITS  # 16 blocks: an eighth of 132
     assert splits_for_waves(2 * 64, RESIDENT) == 1  # half a wave already: the combine would cost more
+
+
+def test_an_unsplit_grid_over_an_eighth_of_the_multiprocessors_stays_unsplit():
+    # 8-warp blocks at 16-32 streams beat the 4-8 splits the wave model alone would take (run 76)
+    assert splits_for_waves(2 * 16, RESIDENT) == 1
+    assert splits_for_waves(2 * 32, RESIDENT) == 1
 
 
 @pytest.mark.parametrize("batch", BUCKETS)

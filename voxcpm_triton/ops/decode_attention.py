@@ -30,6 +30,13 @@ BLOCKS_PER_SM = 2
 # best split count beside the default.
 BLOCK_FIXED_COST = 1.0
 COMBINE_COST = 0.5
+# A grid of one split per stream runs in 8-warp blocks while it leaves at most one block per
+# multiprocessor (kernels/decode_attention.cu mma_warps), so each warp walks only 2-3 steps of a
+# 300-key stream. Once that grid covers more than an eighth of the multiprocessors, splitting costs
+# more (the combine kernel, blocks sharing multiprocessors) than the shorter walk saves: run 76's
+# sweep on the H200, 1 split against the model's 4-8 at 16-32 streams: 6.5-7.2 against 7.2-9.1 us
+# at 300 keys, 3.5-3.6 against 6.0-6.6 at 60; at 1-8 streams 8 splits stay the best at 300 keys.
+UNSPLIT_FROM_FILL = 1 / 8
 
 
 def decode_attention_ref(q: torch.Tensor, k_cache: torch.Tensor, v_cache: torch.Tensor, slot_ids: torch.Tensor,
@@ -66,8 +73,11 @@ def splits_for_waves(blocks_per_split: int, resident_blocks: int) -> int:
     """The split count s in 1..DEFAULT_MAX_SPLITS with the least modelled time waves(s) * (1 / s +
     BLOCK_FIXED_COST) + COMBINE_COST when s > 1: the grid runs in waves(s) = ceil(s * blocks_per_split
     / resident_blocks) rounds of resident blocks, each costing its 1/s share of a stream's keys plus
-    the fixed part. Small batches take many splits, batches that fill half the GPU or more one;
-    ties go to fewer splits."""
+    the fixed part. Small batches take many splits, batches whose unsplit grid covers more than
+    UNSPLIT_FROM_FILL of the multiprocessors one; ties go to fewer splits."""
+    if blocks_per_split > UNSPLIT_FROM_FILL * (resident_blocks // BLOCKS_PER_SM):
+        return 1
+
     def cost(s: int) -> tuple[float, int]:
         waves = math.ceil(s * max(blocks_per_split, 1) / resident_blocks)
         return waves * (1.0 / s + BLOCK_FIXED_COST) + (COMBINE_COST if s > 1 else 0.0), s
