@@ -30,6 +30,10 @@
 # next start stops the daemons of servers that are gone, or stop it yourself with
 # `CUDA_MPS_PIPE_DIRECTORY=build/out/mps/<pid>/pipe nvidia-cuda-mps-control <<< quit`. Leave it off
 # where MPS is already set up for the whole node (the daemon's environment is then inherited).
+# Under it the decoder also launches each step before booking the last (VOXCPM_LAUNCH_AHEAD=1 unless
+# set): with the vocoder's kernels no longer waiting for a time slice, that served 17-20% more audio
+# per second at 1, 16 and 64 streams (perf/RESULTS.md run 76). Without MPS it stays off: there the
+# vocoder got less of the GPU and 64 streams served 16% less (run 30).
 #
 # Examples:
 #   build/tritonserver.sh
@@ -117,6 +121,7 @@ if [ "${VOXCPM_MPS:-0}" = "1" ]; then
     export CUDA_MPS_PIPE_DIRECTORY="$OUT/mps/$$/pipe" CUDA_MPS_LOG_DIRECTORY="$OUT/mps/$$/log"
     mkdir -p "$CUDA_MPS_PIPE_DIRECTORY" "$CUDA_MPS_LOG_DIRECTORY"
     nvidia-cuda-mps-control -d
+    export VOXCPM_LAUNCH_AHEAD="${VOXCPM_LAUNCH_AHEAD:-1}"
 fi
 
 if ! printf '%s\n' "${ARGS[@]}" | grep -q 'shm-region-prefix-name'; then
