@@ -12,7 +12,9 @@ scheduler never launches a step past a stream's budget, and a slot is reused onl
 that wrote it, in GPU stream order. Measured on the H200 (perf/RESULTS.md runs 29-30): the decoder
 step alone is 3.5-4.5% shorter at 1-16 streams and 1.8% at 64; served through Triton, throughput
 rose 8-11% at 1-16 streams but fell 16% at 64, where the decoder that never idles leaves the
-vocoder's process less of the GPU. Hence off by default.
+time-sliced vocoder's process less of the GPU. Hence off by default. Under CUDA MPS the two
+processes' kernels run side by side and it served 17-20% more audio at 1-64 streams (run 76), so
+build/tritonserver.sh turns it on there.
 """
 
 from __future__ import annotations
