@@ -37,7 +37,14 @@ def test_prompts_are_resampled_as_the_reference_resamples_them() -> None:
     for case in cases:
         version, orig, new = (int(part) for part in case.split("_"))
         out = resample(golden[f"{case}.in"], orig, new, version)
-        assert torch.equal(out, golden[f"{case}.out"]), case
+        if version == 2:
+            assert torch.equal(out, golden[f"{case}.out"]), case
+        else:
+            # torchaudio's resample is a float32 conv1d whose summation order follows the CPU's
+            # kernels (AVX2 or AVX-512), so its own output moves by an ulp between machines: exact
+            # where the golden was made, within 2 ulp of a full-scale sample elsewhere. A different
+            # filter design misses by ~1e-3 or more.
+            torch.testing.assert_close(out, golden[f"{case}.out"], rtol=0, atol=2.4e-7, msg=case)
 
 
 def test_lengths_are_counted_as_each_reference_counts_them() -> None:
