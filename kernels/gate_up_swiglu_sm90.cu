@@ -117,6 +117,9 @@ struct SwigluEpilogue {
         Element* out = params.out + static_cast<int64_t>(n_block) * (kTileN / 2);
         const int row0 = m_block * size<0>(block_shape);
 
+        // The scales come from the kernel launched just before this one, which this kernel overlaps
+        // as its programmatic dependent (see run): wait for it here, after the first tile's mainloop.
+        if constexpr (kScaled) pdl_wait();
         // A thread's rows' scales, loaded once before any store (through the read-only path: the
         // stores to out cannot force them to be reloaded).
         float factor[kMmaM][2];
@@ -175,8 +178,9 @@ using Epilogue = cutlass::epilogue::collective::detail::Sm90TmaWarpSpecializedAd
 
 // A kernel for one (tile, cluster, schedule): the mainloop from CUTLASS's builder with as many
 // pipeline stages as shared memory holds (the epilogue uses none).
-template <class TileShape, class ClusterShape, class Schedule, bool kScaled>
+template <class TileShape, class ClusterShape, class Schedule, bool kScaled_>
 struct GateUpGemm {
+    static constexpr bool kScaled = kScaled_;
     using Mainloop = typename cutlass::gemm::collective::CollectiveBuilder<
         cutlass::arch::Sm90, cutlass::arch::OpClassTensorOp, Element, cutlass::layout::RowMajor, 8, Element,
         cutlass::layout::ColumnMajor, 8, float, TileShape, ClusterShape,
@@ -213,7 +217,13 @@ int run(const void* x, const void* weight, const float* row_scale, void* out, in
     if (gemm.can_implement(args) != cutlass::Status::kSuccess) return VOXCPM_ERROR_INVALID_ARGUMENT;
     if (Gemm::get_workspace_size(args) != 0) return VOXCPM_ERROR_INVALID_ARGUMENT;
     if (gemm.initialize(args, nullptr, stream) != cutlass::Status::kSuccess) return launch_status();
-    if (gemm.run(stream) != cutlass::Status::kSuccess) {
+    // With a row scale the kernel starts as a programmatic dependent of row_scale, the kernel before
+    // it: x is final before row_scale starts, so the mainloop needs nothing from it, and only the
+    // epilogue waits (griddepcontrol.wait; CUTLASS's own waits stay compiled out without
+    // CUTLASS_ENABLE_GDC_FOR_SM90). The mainloop then starts as row_scale's blocks leave instead of
+    // after its whole grid has ended.
+    const bool overlap_previous = Config::kScaled && pdl_enabled();
+    if (gemm.run(stream, nullptr, overlap_previous) != cutlass::Status::kSuccess) {
         const int error = launch_status();
         return error != 0 ? error : static_cast<int>(cudaErrorLaunchFailure);
     }

@@ -11,8 +11,10 @@ constexpr int kThreads = 256;  // 8 rows per block
 template <typename T, int VEC>
 __global__ void __launch_bounds__(kThreads) row_scale_kernel(const T* __restrict__ x, float* __restrict__ out,
                                                              int64_t rows, int hidden, float eps) {
-    pdl_launch_dependents();
     pdl_wait();
+    // Only now: the scaled gate_up kernel after this one reads x before it waits for these scales,
+    // so it must not start before the kernels that wrote x have ended (this wait).
+    pdl_launch_dependents();
     const int64_t row = (static_cast<int64_t>(blockIdx.x) * kThreads + threadIdx.x) / 32;
     const int lane = threadIdx.x & 31;
     if (row >= rows) return;

@@ -21,7 +21,7 @@ extern "C" {
 #define VOXCPM_API __attribute__((visibility("default")))
 
 /* Bumped whenever a signature below changes; the Python loader refuses a mismatched library. */
-#define VOXCPM_KERNELS_ABI_VERSION 6
+#define VOXCPM_KERNELS_ABI_VERSION 7
 
 enum voxcpm_dtype { VOXCPM_FLOAT32 = 0, VOXCPM_FLOAT16 = 1, VOXCPM_BFLOAT16 = 2 };
 
@@ -239,6 +239,18 @@ VOXCPM_API int voxcpm_quantize_fp8(const void* x, void* out, float* scale, int64
                                    int activation, int dtype, void* stream);
 
 /*
+ * The LocDiT's input sequence for both guidance branches (VoxCPM2's layout):
+ *   out[branch, b] = [mu_pair[branch, b] as mu_tokens rows; time; cond[b]; x[b]]
+ *   mu_pair: [2, batch, mu_tokens, hidden]; time: [hidden] (one token for every sequence);
+ *   cond: [batch, cond_tokens, hidden]; x: [batch, patch, hidden]; all contiguous, of `dtype`;
+ *   out: [2, batch, mu_tokens + 1 + cond_tokens + patch, hidden] contiguous.
+ * A copy: out is bit for bit the concatenation.
+ */
+VOXCPM_API int voxcpm_locdit_sequence(const void* mu_pair, const void* time, const void* cond, const void* x,
+                                      void* out, int64_t batch, int64_t mu_tokens, int64_t cond_tokens,
+                                      int64_t patch, int64_t hidden, int dtype, void* stream);
+
+/*
  * The MLP's gate_up GEMM with SwiGLU in its epilogue, for many rows on compute capability 9.0
  * (CUTLASS, sm_90a): out[r, j] = silu(g) * u with g = x[r] . gate[j], u = x[r] . up[j], each
  * rounded to bf16 as cuBLAS's output would be and silu rounded before the product (as swiglu).
@@ -246,7 +258,10 @@ VOXCPM_API int voxcpm_quantize_fp8(const void* x, void* out, float* scale, int64
  *   weight: [2 * inter, k] bf16, the fused [gate; up] weight with its rows interleaved by blocks of
  *     VOXCPM_GATE_UP_INTERLEAVE (gate rows 0..B-1, up rows 0..B-1, gate rows B..2B-1, ...).
  *   row_scale: fp32 [rows] or NULL: row r's g and u are x[r] . gate[j] * row_scale[r] (and likewise
- *     u), before their rounding (an RMSNorm folded into the weight, voxcpm_row_scale).
+ *     u), before their rounding (an RMSNorm folded into the weight, voxcpm_row_scale). With
+ *     row_scale the kernel is launched as a programmatic dependent and reads row_scale only after
+ *     waiting for the kernel launched just before it, but reads x before that: row_scale may come
+ *     from that kernel (voxcpm_row_scale, as in the MLP), x must not.
  * k a multiple of 8, inter a multiple of 2 * VOXCPM_GATE_UP_INTERLEAVE (the widest tile spans two
  * pairs of blocks), pointers 16-byte aligned.
  * schedule: 0 <= schedule < VOXCPM_GATE_UP_SCHEDULES, one of VOXCPM_GATE_UP_* (CUTLASS's pingpong

@@ -211,3 +211,28 @@ def test_opcheck_on_cuda(name):
     }
     torch.library.opcheck(getattr(torch.ops.voxcpm, name), cases[name],
                           test_utils=("test_schema", "test_autograd_registration", "test_faketensor"))
+
+
+@pytest.mark.parametrize("dtype", DTYPES)
+@pytest.mark.parametrize(("batch", "hidden"), ((1, 1024), (64, 1024), (5, 1001)))
+def test_locdit_sequence_is_the_concatenation(dtype, batch, hidden):
+    # hidden 1001: rows that are not whole 16-byte vectors take the element-wise path.
+    mu_pair = randn(2, batch, 2 * hidden, dtype=dtype, seed=70)
+    time, cond, x = randn(hidden, dtype=dtype, seed=71), randn(batch, 4, hidden, dtype=dtype, seed=72), \
+        randn(batch, 4, hidden, dtype=dtype, seed=73)
+    assert torch.equal(ops.locdit_sequence(mu_pair, time, cond, x), ops.locdit_sequence_ref(mu_pair, time, cond, x))
+
+
+def test_locdit_sequence_replays_in_a_cuda_graph():
+    dtype = torch.bfloat16
+    parts = [randn(2, 8, 2048, dtype=dtype, seed=74), randn(1024, dtype=dtype, seed=75),
+             randn(8, 4, 1024, dtype=dtype, seed=76), randn(8, 4, 1024, dtype=dtype, seed=77)]
+    ops.locdit_sequence(*parts)  # loads the library outside the capture
+    graph = torch.cuda.CUDAGraph()
+    with torch.cuda.graph(graph):
+        out = ops.locdit_sequence(*parts)
+    for seed, part in enumerate(parts):
+        part.copy_(randn(*part.shape, dtype=dtype, seed=80 + seed))
+    graph.replay()
+    torch.cuda.synchronize()
+    assert torch.equal(out, ops.locdit_sequence_ref(*parts))

@@ -14,6 +14,7 @@ import torch
 import torch.nn as nn
 import torch.nn.functional as F
 
+from voxcpm_triton import ops
 from voxcpm_triton.config import LMConfig
 from voxcpm_triton.model.minicpm import MiniCPMModel
 from voxcpm_triton.model.projection import Projection
@@ -75,17 +76,16 @@ class LocalDiT(nn.Module):
         loop: x [N, P, D] noisy patch and cond [N, Pc, hidden] projected condition are shared by the
         branches, mu_pair [2, N, mu_width] is not, time [hidden] is this step's token for every row.
 
-        The patch is projected once for both branches, and the shared parts enter the sequence as
-        broadcast views, so one concatenation builds the whole [2N, L, hidden] input."""
+        The patch is projected once for both branches, and one pass builds the whole [2N, L,
+        hidden] input: the locdit_sequence op for VoxCPM2's layout, a concatenation of broadcast
+        views for version 1's (mu plus time as one token)."""
         x = self.in_proj(x)
+        if self.version == 2:
+            return self._velocity(ops.locdit_sequence(mu_pair, time, cond, x), x.shape[1])
         batch, hidden = x.shape[0], x.shape[-1]
         time = time.view(1, 1, 1, hidden).expand(2, batch, 1, hidden)
-        if self.version == 1:
-            prefix = (mu_pair.unsqueeze(2) + time,)
-        else:
-            prefix = (mu_pair.view(2, batch, -1, hidden), time)
         shared = tuple(part.unsqueeze(0).expand(2, *part.shape) for part in (cond, x))
-        sequence = torch.cat(prefix + shared, dim=2).view(2 * batch, -1, hidden)
+        sequence = torch.cat((mu_pair.unsqueeze(2) + time,) + shared, dim=2).view(2 * batch, -1, hidden)
         return self._velocity(sequence, x.shape[1])
 
     def _velocity(self, sequence: torch.Tensor, patch: int) -> torch.Tensor:

@@ -8,6 +8,7 @@ from voxcpm_triton.ops.decode_attention import decode_attention, decode_attentio
 from voxcpm_triton.ops.fp8_linear import Fp8Weight, fp8_linear, quantize_weight
 from voxcpm_triton.ops.fsq import fsq, fsq_ref
 from voxcpm_triton.ops.library import library_status
+from voxcpm_triton.ops.locdit_sequence import locdit_sequence, locdit_sequence_ref
 from voxcpm_triton.ops.rmsnorm import add_rmsnorm, add_rmsnorm_ref, rmsnorm, rmsnorm_ref
 from voxcpm_triton.ops.quantize_fp8 import quantize_fp8, quantize_fp8_ref
 from voxcpm_triton.ops.rope_kv_write import rope_kv_write, rope_kv_write_ref
@@ -23,8 +24,9 @@ from voxcpm_triton.ops.swiglu import swiglu, swiglu_ref
 __all__ = [
     "Fp8Weight", "add_rmsnorm", "add_rmsnorm_ref", "cfg_euler_step", "cfg_euler_step_ref", "decode_attention",
     "decode_attention_ref", "fp8_linear", "fsq", "fsq_ref", "gate_up_swiglu", "library_status", "linear",
-    "linear_residual_", "normed_gate_up_swiglu", "normed_linear", "quantize_fp8", "quantize_fp8_ref",
-    "quantize_weight", "rmsnorm", "rmsnorm_ref", "rope_kv_write", "rope_kv_write_ref", "row_scale", "row_scale_ref",
+    "linear_residual_", "locdit_sequence", "locdit_sequence_ref", "normed_gate_up_swiglu", "normed_linear",
+    "quantize_fp8", "quantize_fp8_ref", "quantize_weight", "rmsnorm", "rmsnorm_ref", "rope_kv_write",
+    "rope_kv_write_ref", "row_scale", "row_scale_ref",
     "short_attention", "short_attention_ref", "skinny_gemm", "skinny_gemm_ref", "skinny_linear", "snake",
     "snake_depthwise_conv", "snake_depthwise_conv_ref", "snake_ref", "swiglu", "swiglu_ref",
 ]
