@@ -74,6 +74,16 @@ def row_scale_case(rows: int, hidden: int, dtype: torch.dtype) -> Case:
                 lambda: ops.row_scale(x, 1e-5), lambda: ops.row_scale_ref(x, 1e-5), nbytes(x) + rows * 4)
 
 
+def locdit_sequence_case(batch: int, dtype: torch.dtype) -> Case:
+    # VoxCPM2's LocDiT input: 2 mu tokens, the time token, 4 condition and 4 noisy tokens, per branch.
+    mu_pair, time = rand(2, batch, 2 * 1024, dtype=dtype), rand(1024, dtype=dtype)
+    cond, x = rand(batch, 4, 1024, dtype=dtype), rand(batch, 4, 1024, dtype=dtype)
+    out_bytes = 2 * batch * 11 * 1024 * x.element_size()
+    return Case("locdit_sequence", f"batch={batch} [2x{batch},11,1024]",
+                lambda: ops.locdit_sequence(mu_pair, time, cond, x),
+                lambda: ops.locdit_sequence_ref(mu_pair, time, cond, x), nbytes(mu_pair, time, cond, x) + out_bytes)
+
+
 def swiglu_case(rows: int, inter: int, dtype: torch.dtype) -> Case:
     gate_up = rand(rows, 2 * inter, dtype=dtype)
     return Case("swiglu", f"rows={rows} inter={inter}", lambda: ops.swiglu(gate_up),
@@ -291,6 +301,7 @@ def build_cases(dtype: torch.dtype, quick: bool) -> list[Case]:
         cases.append(rope_case(b, dtype))
         cases.append(short_attention_case(2 * b, 11, dtype))  # LocDiT v2 (2 mu, time, 4 cond, 4 noisy) x CFG
         cases.append(short_attention_case(b, 5, dtype))  # LocEnc of one patch
+        cases.append(locdit_sequence_case(b, dtype))
         for length in (300, 1000):
             cases.append(attention_case(b, length, dtype))
         cases.append(cfg_euler_case(b, dtype))

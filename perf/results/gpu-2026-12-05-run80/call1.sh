@@ -1,3 +1,4 @@
+# Not run: call2.sh measured this patch together with the locdit_sequence op (run 80 of perf/RESULTS.md).
 # The scaled gate_up kernel as a programmatic dependent of the row_scale just before it
 # (gate_up_pdl.patch: its mainloop overlaps row_scale's end, only its epilogue waits for the scales;
 # row_scale triggers its dependents after its own wait). The patch changes only the kernels library,
