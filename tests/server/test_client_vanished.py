@@ -22,10 +22,15 @@ from tritonserver_process import REPO
 pytestmark = pytest.mark.server
 
 # window_acks.ABANDONED_AFTER_S (5) + CONFIRM_S (1), the decoder's polling and back-pressure pauses.
-# These streams would run ~9 s more to their length limit on this machine, so the log line below,
-# not the time, is what tells the two apart.
+# The log line below, not the time, tells an abandoned stream from one that reached its length limit.
 FREED_WITHIN_S = 10.0
-LONG_TEXT = "Many words to say here, and then some more. " * 12
+# So that limit must lie well past FREED_WITHIN_S on any machine. Once nothing is decoded, the
+# back-pressure gate paces the stream (a few windows per 0.25 s wait) whatever the CPU: the text
+# leaves the most patches the tiny checkpoint's 512 positions allow (~80 tokens, under the runaway
+# guard's 6 patches a token), and 40 LocDiT timesteps make each window dearer. A text 4x longer
+# (fewer patches: its prompt took the room) ended by itself 5.4 s after the kill on an AVX-512 CPU.
+LONG_TEXT = "Many words to say here, and then some more. " * 3
+TIMESTEPS = 40
 ENDED = "none decoded for a while (client gone)"
 
 
@@ -36,11 +41,14 @@ def freed_after(server, since: float) -> float:
 
 def test_a_killed_client_frees_its_slot(triton_server):
     code = ("import sys; sys.path.insert(0, sys.argv[1]); from client.streaming import VoxCPMClient\n"
-            "for chunk in VoxCPMClient(sys.argv[2]).stream(sys.argv[3], max_seconds=600, seed=3):\n"
+            "client = VoxCPMClient(sys.argv[2])\n"
+            "stream = client.stream(sys.argv[3], max_seconds=600, seed=3, timesteps=int(sys.argv[4]))\n"
+            "for chunk in stream:\n"
             "    print('chunk', flush=True)\n")
     ended_before = triton_server.log().count(ENDED)
-    client = subprocess.Popen([sys.executable, "-c", code, str(REPO), triton_server.grpc_url, LONG_TEXT],
-                              stdout=subprocess.PIPE, text=True)
+    client = subprocess.Popen(
+        [sys.executable, "-c", code, str(REPO), triton_server.grpc_url, LONG_TEXT, str(TIMESTEPS)],
+        stdout=subprocess.PIPE, text=True)
     try:
         assert client.stdout.readline() == "chunk\n"
         assert triton_server.live_slots() == 1
@@ -59,7 +67,8 @@ def test_a_plain_grpc_cancellation_frees_its_slot(triton_server):
     client = grpcclient.InferenceServerClient(triton_server.grpc_url)
     client.start_stream(callback=lambda result, error: replies.put((result, error)))
     request_id = uuid.uuid4().hex
-    client.async_stream_infer("voxcpm", build_inputs(LONG_TEXT, max_seconds=600, seed=5), request_id=request_id)
+    client.async_stream_infer("voxcpm", build_inputs(LONG_TEXT, max_seconds=600, seed=5, timesteps=TIMESTEPS),
+                              request_id=request_id)
     result, error = replies.get(timeout=60)
     assert error is None and result.as_numpy("AUDIO").size > 0
     client.stop_stream(cancel_requests=True)  # no CANCEL_ID to the decoder
