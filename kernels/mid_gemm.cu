@@ -1,0 +1,381 @@
+// GEMM for 33-64 activation rows against a large weight: out = x @ w^T with x [32 < m <= 64, k].
+//
+// At 33-64 streams the two LMs' decode GEMMs have one row per stream. skinny_gemm stops at 32 rows:
+// its blocks own 32 weight rows each and read the activations themselves, so at 64 rows every
+// block would pull twice its weight bytes of activations through L2. cuBLAS serves these shapes at
+// 1.3-3.3 TB/s on the H200 (perf/RESULTS.md run 63: 6.5 us for the LM's 10 MB qkv weight), outside
+// the chain of programmatic dependent launches, with the norms, the residual adds and SwiGLU left
+// to separate kernels. This kernel is skinny_gemm's design rearranged for more rows:
+//  - a block owns 128 weight rows (SwiGLU: 64 gate and the matching 64 up rows), one 16-row tile
+//    per warp, over a contiguous slice of k (the split);
+//  - the block stages the activations once per 64-k stage in shared memory ([row][32 k] per chunk,
+//    so a quarter warp's fragment loads are 128 contiguous bytes), and all 8 warps read them there:
+//    L2 carries half the weight's bytes in activations instead of twice;
+//  - the weight is the mma's A operand loaded straight from global memory into registers, two
+//    stages ahead, with skinny_gemm's k permutation (8 consecutive k per thread, the activation
+//    words permuted alike), and the first two stages are loaded before the programmatic wait;
+//  - ROW_RMS multiplies the activations by the norm's gain as they are staged and sums their
+//    squares there (each row's k passes through one quad of threads); the splits' row sums and
+//    partial products are summed through distributed shared memory in split order, so the result
+//    is deterministic; RESIDUAL, BIAS and SwiGLU are skinny_gemm's epilogues, rounded as there.
+// Hopper only (thread block clusters); the host refuses older devices.
+#include <cooperative_groups.h>
+
+#include "common.cuh"
+#include "mma.cuh"
+
+namespace voxcpm {
+namespace {
+
+constexpr int kWarps = 8;
+constexpr int kThreads = kWarps * 32;
+constexpr int kChunk = 32;        // k per pair of m16n8k16 mmas: 4 threads x 8 elements
+constexpr int kStageChunks = 2;   // chunks staged per shared-memory stage
+constexpr int kStageK = kStageChunks * kChunk;
+constexpr int kRows = 64;         // activation rows, padded: 8 n-tiles of 8
+constexpr int kTiles = kRows / 8;
+constexpr int kBlockRows = kWarps * 16;  // weight rows per block
+constexpr int kMaxSplits = 8;     // the portable cluster size
+constexpr int kMaxNormK = 8192;
+constexpr int kValues = kWarps * kTiles * 4 * 32;  // a block's fp32 partial products
+
+constexpr int kEpiSwiGLU = VOXCPM_SKINNY_SWIGLU;
+constexpr int kRowRms = VOXCPM_SKINNY_ROW_RMS;
+constexpr int kResidual = VOXCPM_SKINNY_RESIDUAL;
+constexpr int kBias = VOXCPM_SKINNY_BIAS;
+
+// Dynamic shared memory: two activation stages, the partial products, the row sums of squares and
+// scales, then the norm's gain (ROW_RMS only).
+constexpr size_t kActBytes = 2 * kStageChunks * kRows * kChunk * 2;
+constexpr size_t kPartialOffset = kActBytes;
+constexpr size_t kSquaresOffset = kPartialOffset + kValues * sizeof(float);
+constexpr size_t kScaleOffset = kSquaresOffset + kRows * sizeof(float);
+constexpr size_t kGainOffset = kScaleOffset + kRows * sizeof(float);
+static_assert(kGainOffset % 16 == 0, "the staged gain is read as 16-byte words");
+
+// Device code exists for sm_90 alone (the kernel body below is empty elsewhere).
+#if !defined(__CUDA_ARCH__) || __CUDA_ARCH__ >= 900
+__device__ __forceinline__ uint32_t word(const uint4& v, int i) {
+    return i == 0 ? v.x : i == 1 ? v.y : i == 2 ? v.z : v.w;
+}
+
+template <typename T> struct Packed;
+template <> struct Packed<__nv_bfloat16> { using type = __nv_bfloat162; };
+template <> struct Packed<__half> { using type = __half2; };
+
+template <typename T> __device__ __forceinline__ uint4 times(const uint4& v, const uint4& gain) {
+    using P = typename Packed<T>::type;
+    uint4 out;
+    const auto* a = reinterpret_cast<const P*>(&v);
+    const auto* b = reinterpret_cast<const P*>(&gain);
+    auto* c = reinterpret_cast<P*>(&out);
+#pragma unroll
+    for (int i = 0; i < 4; ++i) c[i] = __hmul2(a[i], b[i]);
+    return out;
+}
+
+template <typename T> __device__ __forceinline__ float sum_squares(const uint4& v) {
+    const T* e = reinterpret_cast<const T*>(&v);
+    float sum = 0.f;
+#pragma unroll
+    for (int i = 0; i < 8; i += 2) {
+        const float a = to_float<T>(e[i]);
+        const float b = to_float<T>(e[i + 1]);
+        sum = fmaf(a, a, fmaf(b, b, sum));
+    }
+    return sum;
+}
+
+__device__ __forceinline__ uint4 load_stream(const void* p) {
+    uint4 v;
+    asm volatile("ld.global.nc.L1::no_allocate.v4.u32 {%0,%1,%2,%3}, [%4];\n"
+                 : "=r"(v.x), "=r"(v.y), "=r"(v.z), "=r"(v.w)
+                 : "l"(p));
+    return v;
+}
+
+// Partial value index of (output row within the block, token): the fragment order the warps
+// store them in (warp, n-tile, register, lane), which keeps those stores free of bank conflicts.
+__device__ __forceinline__ int value_index(int row, int token) {
+    const int warp = row >> 4;
+    const int within = row & 15;
+    const int reg = ((within >> 3) << 1) | (token & 1);
+    const int lane = ((within & 7) << 2) | ((token & 7) >> 1);
+    return ((warp * kTiles + (token >> 3)) * 4 + reg) * 32 + lane;
+}
+#endif
+
+// grid (n / 128, splits) in clusters of (1, splits). Block column c owns weight rows
+// [128 c, 128 c + 128), or for SwiGLU gate rows [64 c, 64 c + 64) (warps 0-3) and up rows
+// [inter + 64 c, ...) (warps 4-7); split s owns k stages [s * stages / splits, (s + 1) * ...).
+template <typename T, int EPI>
+__global__ void __launch_bounds__(kThreads, 2) mid_gemm_kernel(
+    const T* __restrict__ x, const T* __restrict__ w, T* out, const T* __restrict__ gain, const T* residual,
+    int m, int k, int out_cols, int inter, int options, float residual_scale, float rms_eps) {
+#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
+    extern __shared__ __align__(16) unsigned char shared[];
+    T* act = reinterpret_cast<T*>(shared);
+    float* partial = reinterpret_cast<float*>(shared + kPartialOffset);
+    float* row_squares = reinterpret_cast<float*>(shared + kSquaresOffset);
+    float* row_scale = reinterpret_cast<float*>(shared + kScaleOffset);
+    uint4* staged_gain = reinterpret_cast<uint4*>(shared + kGainOffset);
+
+    const int lane = threadIdx.x & 31;
+    const int warp = threadIdx.x >> 5;
+    const int g = lane >> 2;
+    const int t = lane & 3;
+    const int splits = gridDim.y;
+    const int split = blockIdx.y;
+    const bool row_rms = options & kRowRms;
+
+    const int tile_row = EPI == kEpiSwiGLU ? (warp < 4 ? 0 : inter) + blockIdx.x * 64 + (warp & 3) * 16
+                                           : blockIdx.x * kBlockRows + warp * 16;
+    const T* w_lo = w + static_cast<size_t>(tile_row + g) * k + t * 8;
+    const T* w_hi = w + static_cast<size_t>(tile_row + g + 8) * k + t * 8;
+    const int all_stages = k / kStageK;
+    const int first_stage = split * all_stages / splits;
+    const int stages = (split + 1) * all_stages / splits - first_stage;
+
+    // The staging thread's activation row and 8-element piece of each chunk.
+    const int stage_row = threadIdx.x >> 2;
+    const int piece = threadIdx.x & 3;
+    const bool row_live = stage_row < m;
+    const T* x_row = x + static_cast<size_t>(row_live ? stage_row : 0) * k + piece * 8;
+
+    uint4 weights[2][kStageChunks][2];
+    auto load_weights = [&](uint4 (&dst)[kStageChunks][2], int stage) {
+#pragma unroll
+        for (int c = 0; c < kStageChunks; ++c) {
+            const size_t offset = static_cast<size_t>(stage) * kStageK + c * kChunk;
+            dst[c][0] = load_stream(w_lo + offset);
+            dst[c][1] = load_stream(w_hi + offset);
+        }
+    };
+    pdl_launch_dependents();
+    load_weights(weights[0], first_stage);
+    if (stages > 1) load_weights(weights[1], first_stage + 1);
+    if (row_rms) {
+        for (int i = threadIdx.x; i < k / 8; i += kThreads) staged_gain[i] = __ldg(reinterpret_cast<const uint4*>(gain) + i);
+        __syncthreads();
+    }
+    pdl_wait();
+
+    uint4 staged[kStageChunks];
+    float squares = 0.f;
+    auto load_activations = [&](int stage) {
+#pragma unroll
+        for (int c = 0; c < kStageChunks; ++c)
+            staged[c] = row_live ? __ldg(reinterpret_cast<const uint4*>(x_row + static_cast<size_t>(stage) * kStageK + c * kChunk))
+                                 : make_uint4(0, 0, 0, 0);
+    };
+    auto store_activations = [&](int buffer, int stage) {
+#pragma unroll
+        for (int c = 0; c < kStageChunks; ++c) {
+            uint4 v = staged[c];
+            if (row_rms) {
+                squares += sum_squares<T>(v);
+                v = times<T>(v, staged_gain[(stage * kStageK + c * kChunk + piece * 8) / 8]);
+            }
+            *reinterpret_cast<uint4*>(act + ((buffer * kStageChunks + c) * kRows + stage_row) * kChunk + piece * 8) = v;
+        }
+    };
+
+    float acc[kTiles][4];
+#pragma unroll
+    for (int nt = 0; nt < kTiles; ++nt)
+#pragma unroll
+        for (int r = 0; r < 4; ++r) acc[nt][r] = 0.f;
+
+    // One stage: the mmas on `buffer` with this stage's weight words, then the weight two stages on
+    // into the same registers and the next stage's activations into the other buffer.
+    auto run_stage = [&](uint4 (&wcur)[kStageChunks][2], int i) {
+        const int buffer = i & 1;
+        if (i + 1 < stages) load_activations(first_stage + i + 1);
+#pragma unroll
+        for (int c = 0; c < kStageChunks; ++c) {
+            const T* tile = act + (buffer * kStageChunks + c) * kRows * kChunk + g * kChunk + t * 8;
+#pragma unroll
+            for (int nt = 0; nt < kTiles; ++nt) {
+                const uint4 b = *reinterpret_cast<const uint4*>(tile + nt * 8 * kChunk);
+                // Logical k {2t, 2t+1 | 2t+8, 2t+9} of mma j are physical 8t + 4j + {0, 1 | 2, 3}.
+#pragma unroll
+                for (int j = 0; j < 2; ++j) {
+                    const uint32_t frag[4] = {word(wcur[c][0], 2 * j), word(wcur[c][1], 2 * j),
+                                              word(wcur[c][0], 2 * j + 1), word(wcur[c][1], 2 * j + 1)};
+                    Mma<T>::run(acc[nt], frag, word(b, 2 * j), word(b, 2 * j + 1));
+                }
+            }
+        }
+        if (i + 2 < stages) load_weights(wcur, first_stage + i + 2);
+        if (i + 1 < stages) store_activations(buffer ^ 1, first_stage + i + 1);
+        __syncthreads();  // the next stage's rows are in; nobody reads this buffer any more
+    };
+
+    load_activations(first_stage);
+    store_activations(0, first_stage);
+    __syncthreads();
+    for (int i = 0; i < stages; i += 2) {
+        run_stage(weights[0], i);
+        if (i + 1 < stages) run_stage(weights[1], i + 1);
+    }
+
+#pragma unroll
+    for (int nt = 0; nt < kTiles; ++nt)
+#pragma unroll
+        for (int r = 0; r < 4; ++r) partial[((warp * kTiles + nt) * 4 + r) * 32 + lane] = acc[nt][r];
+    if (row_rms) {
+        // A row's four pieces are the four lanes of a quad; rows past m sum to zero.
+        float sum = squares + __shfl_xor_sync(0xffffffffu, squares, 1);
+        sum += __shfl_xor_sync(0xffffffffu, sum, 2);
+        if (piece == 0) row_squares[stage_row] = sum;
+    }
+
+    namespace cg = cooperative_groups;
+    cg::cluster_group cluster = cg::this_cluster();
+    const bool in_cluster = splits > 1;
+    if (in_cluster) cluster.sync(); else __syncthreads();
+    const float* peers[kMaxSplits];
+    const float* peer_squares[kMaxSplits];
+#pragma unroll
+    for (int s = 0; s < kMaxSplits; ++s) {
+        const int rank = s < splits ? s : 0;
+        peers[s] = in_cluster ? cluster.map_shared_rank(partial, rank) : partial;
+        peer_squares[s] = in_cluster ? cluster.map_shared_rank(row_squares, rank) : row_squares;
+    }
+    if (row_rms && threadIdx.x < kRows) {
+        float total = 0.f;
+#pragma unroll
+        for (int s = 0; s < kMaxSplits; ++s)
+            if (s < splits) total += peer_squares[s][threadIdx.x];
+        // As rms_norm computes it: the mean of the squares in fp32, then rsqrt.
+        row_scale[threadIdx.x] = rsqrtf(total / k + rms_eps);
+    }
+
+    // This block's outputs, token-major so that consecutive threads write consecutive columns:
+    // o = token * columns + column, o = split * kThreads + threadIdx.x + i * splits * kThreads.
+    constexpr int kColumns = EPI == kEpiSwiGLU ? kBlockRows / 2 : kBlockRows;
+    constexpr int kMine = kColumns * kRows / kThreads;  // outputs per thread when splits == 1
+    float sums[kMine], up_sums[kMine];
+#pragma unroll
+    for (int i = 0; i < kMine; ++i) {
+        const int o = split * kThreads + threadIdx.x + i * splits * kThreads;
+        sums[i] = up_sums[i] = 0.f;
+        if (o >= kColumns * kRows) continue;
+        const int v = value_index(o % kColumns, o / kColumns);
+#pragma unroll
+        for (int s = 0; s < kMaxSplits; ++s) {
+            if (s < splits) {
+                sums[i] += peers[s][v];
+                if (EPI == kEpiSwiGLU) up_sums[i] += peers[s][v + kValues / 2];
+            }
+        }
+    }
+    if (in_cluster) cluster.sync(); else __syncthreads();  // peers are done with this block's memory
+
+    const int first_column = blockIdx.x * kColumns;
+#pragma unroll
+    for (int i = 0; i < kMine; ++i) {
+        const int o = split * kThreads + threadIdx.x + i * splits * kThreads;
+        if (o >= kColumns * kRows) break;
+        const int token = o / kColumns;
+        if (token >= m) break;  // o grows with i: every later output is past m too
+        const int column = first_column + o % kColumns;
+        const float scale = row_rms ? row_scale[token] : 1.f;
+        const size_t at = static_cast<size_t>(token) * out_cols + column;
+        if (EPI == kEpiSwiGLU) {
+            const float gate_value = round_to<T>(sums[i] * scale);
+            const float up_value = round_to<T>(up_sums[i] * scale);
+            out[at] = from_float<T>(round_to<T>(silu(gate_value)) * up_value);
+        } else {
+            float value = sums[i] * scale;
+            if (options & kResidual) {
+                const size_t from = (options & kBias) ? static_cast<size_t>(column) : at;
+                value = fmaf(residual_scale, value, to_float<T>(residual[from]));
+            }
+            out[at] = from_float<T>(value);
+        }
+    }
+#endif
+}
+
+struct Plan {
+    int columns;  // block columns: n / 128
+    int splits;
+};
+
+Plan plan(int n, int k) {
+    const int columns = n / kBlockRows;
+    // Two blocks fit a multiprocessor (registers and shared memory); fill them once.
+    const int slots = 2 * multiprocessors();
+    const int splits = std::max(1, std::min({slots / std::max(columns, 1), k / kStageK, kMaxSplits}));
+    return {columns, splits};
+}
+
+bool valid_shape(int64_t m, int64_t n, int64_t k, int epilogue) {
+    if (m <= 32 || m > kRows || k < kStageK || k % kStageK != 0 || n < kBlockRows || n % kBlockRows != 0 ||
+        n > (1 << 24) || k > (1 << 24))
+        return false;
+    if (epilogue < 0 || epilogue > (kEpiSwiGLU | kRowRms | kResidual | kBias)) return false;
+    if ((epilogue & kEpiSwiGLU) && (epilogue & kResidual)) return false;
+    if ((epilogue & kBias) && !(epilogue & kResidual)) return false;
+    return !((epilogue & kRowRms) && k > kMaxNormK);
+}
+
+template <typename T, int EPI>
+int launch(const void* x, const void* w, void* out, const void* gain, const void* residual, int m, int n, int k,
+           int options, float residual_scale, float rms_eps, cudaStream_t stream) {
+    auto kernel = mid_gemm_kernel<T, EPI>;
+    // More than the 48 KB a launch gets without opting in; the opt-in is per function and device.
+    constexpr int kDevices = 64;
+    static std::atomic<bool> opted_in[kDevices];
+    int device = 0;
+    if (cudaGetDevice(&device) != cudaSuccess || device < 0 || device >= kDevices) return VOXCPM_ERROR_INVALID_ARGUMENT;
+    if (!opted_in[device].load(std::memory_order_relaxed)) {
+        const cudaError_t error = cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize,
+                                                       static_cast<int>(kGainOffset + kMaxNormK * sizeof(T)));
+        if (error != cudaSuccess) return static_cast<int>(error);
+        opted_in[device].store(true, std::memory_order_relaxed);
+    }
+    const Plan p = plan(n, k);
+    const size_t shared_bytes = kGainOffset + ((options & kRowRms) ? static_cast<size_t>(k) * sizeof(T) : 0);
+    const int out_cols = EPI == kEpiSwiGLU ? n / 2 : n;
+    return launch_kernel_in_clusters(kernel, dim3(p.columns, p.splits), dim3(kThreads), shared_bytes,
+                                     dim3(1, p.splits), stream, static_cast<const T*>(x), static_cast<const T*>(w),
+                                     static_cast<T*>(out), static_cast<const T*>(gain),
+                                     static_cast<const T*>(residual), m, k, out_cols, n / 2, options, residual_scale,
+                                     rms_eps);
+}
+
+}  // namespace
+}  // namespace voxcpm
+
+extern "C" int voxcpm_mid_gemm(const void* x, const void* weight, void* out, const void* norm_weight, float rms_eps,
+                               const void* residual, float residual_scale, int64_t m, int64_t n, int64_t k,
+                               int epilogue, int dtype, void* stream) {
+    using namespace voxcpm;
+    if (!valid_shape(m, n, k, epilogue) || x == nullptr || weight == nullptr || out == nullptr || !aligned16(x) ||
+        !aligned16(weight) || ((epilogue & kResidual) && residual == nullptr) ||
+        ((epilogue & kRowRms) && (norm_weight == nullptr || !aligned16(norm_weight) || !(rms_eps >= 0.f))))
+        return VOXCPM_ERROR_INVALID_ARGUMENT;
+    int major = 0;
+    if (current_device_attribute(cudaDevAttrComputeCapabilityMajor, &major) != cudaSuccess || major < 9)
+        return VOXCPM_ERROR_INVALID_ARGUMENT;  // thread block clusters need compute capability 9
+    const int options = epilogue & ~kEpiSwiGLU;
+    const int mi = static_cast<int>(m), ni = static_cast<int>(n), ki = static_cast<int>(k);
+    auto s = static_cast<cudaStream_t>(stream);
+    const bool swiglu = epilogue & kEpiSwiGLU;
+    switch (dtype) {
+        case VOXCPM_BFLOAT16:
+            return swiglu ? launch<__nv_bfloat16, kEpiSwiGLU>(x, weight, out, norm_weight, residual, mi, ni, ki, options,
+                                                              residual_scale, rms_eps, s)
+                          : launch<__nv_bfloat16, 0>(x, weight, out, norm_weight, residual, mi, ni, ki, options,
+                                                     residual_scale, rms_eps, s);
+        case VOXCPM_FLOAT16:
+            return swiglu ? launch<__half, kEpiSwiGLU>(x, weight, out, norm_weight, residual, mi, ni, ki, options,
+                                                       residual_scale, rms_eps, s)
+                          : launch<__half, 0>(x, weight, out, norm_weight, residual, mi, ni, ki, options,
+                                              residual_scale, rms_eps, s);
+        default:
+            return VOXCPM_ERROR_INVALID_ARGUMENT;
+    }
+}
