@@ -8,14 +8,17 @@
 // to separate kernels. This kernel is skinny_gemm's design rearranged for more rows:
 //  - a block owns 128 weight rows (SwiGLU: 64 gate and the matching 64 up rows), one 16-row tile
 //    per warp, over a contiguous slice of k (the split);
-//  - the block stages the activations once per 64-k stage in shared memory ([row][32 k] per chunk,
-//    so a quarter warp's fragment loads are 128 contiguous bytes), and all 8 warps read them there:
-//    L2 carries half the weight's bytes in activations instead of twice;
-//  - the weight is the mma's A operand loaded straight from global memory into registers, two
-//    stages ahead, with skinny_gemm's k permutation (8 consecutive k per thread, the activation
-//    words permuted alike), and the first two stages are loaded before the programmatic wait;
-//  - ROW_RMS multiplies the activations by the norm's gain as they are staged and sums their
-//    squares there (each row's k passes through one quad of threads); the splits' row sums and
+//  - the block copies the activations into a ring of shared-memory stages of 128 k (cp.async, three
+//    stages ahead; [row][32 k] per chunk, so a quarter warp's fragment loads are 128 contiguous
+//    bytes), and all 8 warps read them there: L2 carries half the weight's bytes in activations
+//    instead of twice;
+//  - the weight is the mma's A operand loaded straight from global memory into a ring of registers
+//    eight 32-k chunks deep per warp, each chunk's slot refilled as soon as it is used (so ~64 KB a
+//    block stay in flight), with skinny_gemm's k permutation (8 consecutive k per thread, the
+//    activation words permuted alike); the first eight chunks load before the programmatic wait;
+//  - ROW_RMS multiplies the activations by the norm's gain once a stage has landed (each thread
+//    the words it copied) and sums their squares there (each row's k passes through one quad of
+//    threads); the splits' row sums and
 //    partial products are summed through distributed shared memory in split order, so the result
 //    is deterministic; RESIDUAL, BIAS and SwiGLU are skinny_gemm's epilogues, rounded as there.
 // Hopper only (thread block clusters); the host refuses older devices.
@@ -30,8 +33,9 @@ namespace {
 constexpr int kWarps = 8;
 constexpr int kThreads = kWarps * 32;
 constexpr int kChunk = 32;        // k per pair of m16n8k16 mmas: 4 threads x 8 elements
-constexpr int kStageChunks = 2;   // chunks staged per shared-memory stage
+constexpr int kStageChunks = 4;   // chunks per shared-memory stage
 constexpr int kStageK = kStageChunks * kChunk;
+constexpr int kRing = 4;          // shared-memory stages, kRing - 1 of them in flight
 constexpr int kRows = 64;         // activation rows, padded: 8 n-tiles of 8
 constexpr int kTiles = kRows / 8;
 constexpr int kBlockRows = kWarps * 16;  // weight rows per block
@@ -44,17 +48,26 @@ constexpr int kRowRms = VOXCPM_SKINNY_ROW_RMS;
 constexpr int kResidual = VOXCPM_SKINNY_RESIDUAL;
 constexpr int kBias = VOXCPM_SKINNY_BIAS;
 
-// Dynamic shared memory: two activation stages, the partial products, the row sums of squares and
-// scales, then the norm's gain (ROW_RMS only).
-constexpr size_t kActBytes = 2 * kStageChunks * kRows * kChunk * 2;
-constexpr size_t kPartialOffset = kActBytes;
-constexpr size_t kSquaresOffset = kPartialOffset + kValues * sizeof(float);
+// Dynamic shared memory: the activation ring (the partial products reuse it after the main loop),
+// the row sums of squares and scales, then the norm's gain (ROW_RMS only).
+constexpr size_t kStageBytes = kStageChunks * kRows * kChunk * 2;
+constexpr size_t kActBytes = kRing * kStageBytes;
+static_assert(kActBytes >= kValues * sizeof(float), "the partial products live in the activation ring");
+constexpr size_t kSquaresOffset = kActBytes;
 constexpr size_t kScaleOffset = kSquaresOffset + kRows * sizeof(float);
 constexpr size_t kGainOffset = kScaleOffset + kRows * sizeof(float);
 static_assert(kGainOffset % 16 == 0, "the staged gain is read as 16-byte words");
 
 // Device code exists for sm_90 alone (the kernel body below is empty elsewhere).
 #if !defined(__CUDA_ARCH__) || __CUDA_ARCH__ >= 900
+// Weight chunks in flight per warp, a multiple of kStageChunks. VOXCPM_MID_GEMM_DEPTH builds another
+// depth (A/B timing: 8 spills a few registers, 4 does not).
+#ifndef VOXCPM_MID_GEMM_DEPTH
+#define VOXCPM_MID_GEMM_DEPTH 8
+#endif
+constexpr int kDepth = VOXCPM_MID_GEMM_DEPTH;
+static_assert(kDepth % kStageChunks == 0, "whole stages of weight chunks");
+
 __device__ __forceinline__ uint32_t word(const uint4& v, int i) {
     return i == 0 ? v.x : i == 1 ? v.y : i == 2 ? v.z : v.w;
 }
@@ -86,6 +99,16 @@ template <typename T> __device__ __forceinline__ float sum_squares(const uint4& 
     return sum;
 }
 
+// 16 bytes global -> shared through L2 only; zeros when !live (src-size 0 reads nothing).
+__device__ __forceinline__ void copy_async(void* dst, const void* src, bool live) {
+    const uint32_t addr = static_cast<uint32_t>(__cvta_generic_to_shared(dst));
+    asm volatile("cp.async.cg.shared.global [%0], [%1], 16, %2;\n" : : "r"(addr), "l"(src), "r"(live ? 16 : 0) : "memory");
+}
+__device__ __forceinline__ void copy_commit() { asm volatile("cp.async.commit_group;\n" : : : "memory"); }
+template <int kPending> __device__ __forceinline__ void copy_wait() {
+    asm volatile("cp.async.wait_group %0;\n" : : "n"(kPending) : "memory");
+}
+
 __device__ __forceinline__ uint4 load_stream(const void* p) {
     uint4 v;
     asm volatile("ld.global.nc.L1::no_allocate.v4.u32 {%0,%1,%2,%3}, [%4];\n"
@@ -115,7 +138,7 @@ __global__ void __launch_bounds__(kThreads, 2) mid_gemm_kernel(
 #if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
     extern __shared__ __align__(16) unsigned char shared[];
     T* act = reinterpret_cast<T*>(shared);
-    float* partial = reinterpret_cast<float*>(shared + kPartialOffset);
+    float* partial = reinterpret_cast<float*>(shared);  // after the main loop
     float* row_squares = reinterpret_cast<float*>(shared + kSquaresOffset);
     float* row_scale = reinterpret_cast<float*>(shared + kScaleOffset);
     uint4* staged_gain = reinterpret_cast<uint4*>(shared + kGainOffset);
@@ -135,48 +158,54 @@ __global__ void __launch_bounds__(kThreads, 2) mid_gemm_kernel(
     const int all_stages = k / kStageK;
     const int first_stage = split * all_stages / splits;
     const int stages = (split + 1) * all_stages / splits - first_stage;
+    const int first_chunk = first_stage * kStageChunks;
+    const int chunks = stages * kStageChunks;
 
-    // The staging thread's activation row and 8-element piece of each chunk.
+    // The copying thread's activation row and 8-element piece of each chunk of a stage.
     const int stage_row = threadIdx.x >> 2;
     const int piece = threadIdx.x & 3;
     const bool row_live = stage_row < m;
     const T* x_row = x + static_cast<size_t>(row_live ? stage_row : 0) * k + piece * 8;
 
-    uint4 weights[2][kStageChunks][2];
-    auto load_weights = [&](uint4 (&dst)[kStageChunks][2], int stage) {
-#pragma unroll
-        for (int c = 0; c < kStageChunks; ++c) {
-            const size_t offset = static_cast<size_t>(stage) * kStageK + c * kChunk;
-            dst[c][0] = load_stream(w_lo + offset);
-            dst[c][1] = load_stream(w_hi + offset);
-        }
+    // Weight ring: chunk c of the split in slot c % kDepth; chunks past the end reload the split's
+    // first chunk (valid memory), never used.
+    uint4 weights[kDepth][2];
+    auto load_chunk = [&](uint4 (&dst)[2], int c) {
+        const size_t offset = static_cast<size_t>(first_chunk + (c < chunks ? c : 0)) * kChunk;
+        dst[0] = load_stream(w_lo + offset);
+        dst[1] = load_stream(w_hi + offset);
     };
     pdl_launch_dependents();
-    load_weights(weights[0], first_stage);
-    if (stages > 1) load_weights(weights[1], first_stage + 1);
+#pragma unroll
+    for (int c = 0; c < kDepth; ++c) load_chunk(weights[c], c);
     if (row_rms) {
         for (int i = threadIdx.x; i < k / 8; i += kThreads) staged_gain[i] = __ldg(reinterpret_cast<const uint4*>(gain) + i);
         __syncthreads();
     }
     pdl_wait();
 
-    uint4 staged[kStageChunks];
-    float squares = 0.f;
-    auto load_activations = [&](int stage) {
+    auto slot_of = [&](int stage) { return act + static_cast<size_t>(stage % kRing) * (kStageBytes / sizeof(T)); };
+    // Issues stage i's copies (one group; an empty group past the end keeps the count uniform).
+    auto issue = [&](int i) {
+        if (i < stages) {
+            T* slot = slot_of(i);
 #pragma unroll
-        for (int c = 0; c < kStageChunks; ++c)
-            staged[c] = row_live ? __ldg(reinterpret_cast<const uint4*>(x_row + static_cast<size_t>(stage) * kStageK + c * kChunk))
-                                 : make_uint4(0, 0, 0, 0);
+            for (int c = 0; c < kStageChunks; ++c)
+                copy_async(slot + (c * kRows + stage_row) * kChunk + piece * 8,
+                           x_row + static_cast<size_t>(first_stage + i) * kStageK + c * kChunk, row_live);
+        }
+        copy_commit();
     };
-    auto store_activations = [&](int buffer, int stage) {
+    float squares = 0.f;
+    // ROW_RMS: the words this thread copied, times the gain, their squares summed first.
+    auto transform = [&](int i) {
+        T* slot = slot_of(i);
 #pragma unroll
         for (int c = 0; c < kStageChunks; ++c) {
-            uint4 v = staged[c];
-            if (row_rms) {
-                squares += sum_squares<T>(v);
-                v = times<T>(v, staged_gain[(stage * kStageK + c * kChunk + piece * 8) / 8]);
-            }
-            *reinterpret_cast<uint4*>(act + ((buffer * kStageChunks + c) * kRows + stage_row) * kChunk + piece * 8) = v;
+            uint4* at = reinterpret_cast<uint4*>(slot + (c * kRows + stage_row) * kChunk + piece * 8);
+            const uint4 v = *at;
+            squares += sum_squares<T>(v);
+            *at = times<T>(v, staged_gain[((first_stage + i) * kStageK + c * kChunk + piece * 8) / 8]);
         }
     };
 
@@ -186,38 +215,41 @@ __global__ void __launch_bounds__(kThreads, 2) mid_gemm_kernel(
 #pragma unroll
         for (int r = 0; r < 4; ++r) acc[nt][r] = 0.f;
 
-    // One stage: the mmas on `buffer` with this stage's weight words, then the weight two stages on
-    // into the same registers and the next stage's activations into the other buffer.
-    auto run_stage = [&](uint4 (&wcur)[kStageChunks][2], int i) {
-        const int buffer = i & 1;
-        if (i + 1 < stages) load_activations(first_stage + i + 1);
 #pragma unroll
-        for (int c = 0; c < kStageChunks; ++c) {
-            const T* tile = act + (buffer * kStageChunks + c) * kRows * kChunk + g * kChunk + t * 8;
+    for (int i = 0; i < kRing - 1; ++i) issue(i);
+    // kDepth / kStageChunks stages per iteration, so that every weight slot index is static.
+    for (int i0 = 0; i0 < stages; i0 += kDepth / kStageChunks) {
 #pragma unroll
-            for (int nt = 0; nt < kTiles; ++nt) {
-                const uint4 b = *reinterpret_cast<const uint4*>(tile + nt * 8 * kChunk);
-                // Logical k {2t, 2t+1 | 2t+8, 2t+9} of mma j are physical 8t + 4j + {0, 1 | 2, 3}.
+        for (int di = 0; di < kDepth / kStageChunks; ++di) {
+            const int i = i0 + di;
+            if (i >= stages) break;
+            copy_wait<kRing - 2>();  // this thread's copies of stage i have landed
+            if (row_rms) transform(i);
+            __syncthreads();  // everyone's have, and stage i - 1's slot is free
+            issue(i + kRing - 1);
+            const T* stage_rows = slot_of(i) + g * kChunk + t * 8;
 #pragma unroll
-                for (int j = 0; j < 2; ++j) {
-                    const uint32_t frag[4] = {word(wcur[c][0], 2 * j), word(wcur[c][1], 2 * j),
-                                              word(wcur[c][0], 2 * j + 1), word(wcur[c][1], 2 * j + 1)};
-                    Mma<T>::run(acc[nt], frag, word(b, 2 * j), word(b, 2 * j + 1));
+            for (int c = 0; c < kStageChunks; ++c) {
+                uint4 (&wcur)[2] = weights[di * kStageChunks + c];
+                const T* tile = stage_rows + c * kRows * kChunk;
+#pragma unroll
+                for (int nt = 0; nt < kTiles; ++nt) {
+                    const uint4 b = *reinterpret_cast<const uint4*>(tile + nt * 8 * kChunk);
+                    // Logical k {2t, 2t+1 | 2t+8, 2t+9} of mma j are physical 8t + 4j + {0, 1 | 2, 3}.
+#pragma unroll
+                    for (int j = 0; j < 2; ++j) {
+                        const uint32_t frag[4] = {word(wcur[0], 2 * j), word(wcur[1], 2 * j),
+                                                  word(wcur[0], 2 * j + 1), word(wcur[1], 2 * j + 1)};
+                        Mma<T>::run(acc[nt], frag, word(b, 2 * j), word(b, 2 * j + 1));
+                    }
                 }
+                const int next = i * kStageChunks + c + kDepth;
+                if (next < chunks) load_chunk(wcur, next);
             }
         }
-        if (i + 2 < stages) load_weights(wcur, first_stage + i + 2);
-        if (i + 1 < stages) store_activations(buffer ^ 1, first_stage + i + 1);
-        __syncthreads();  // the next stage's rows are in; nobody reads this buffer any more
-    };
-
-    load_activations(first_stage);
-    store_activations(0, first_stage);
-    __syncthreads();
-    for (int i = 0; i < stages; i += 2) {
-        run_stage(weights[0], i);
-        if (i + 1 < stages) run_stage(weights[1], i + 1);
     }
+    copy_wait<0>();
+    __syncthreads();  // the ring is free for the partial products
 
 #pragma unroll
     for (int nt = 0; nt < kTiles; ++nt)

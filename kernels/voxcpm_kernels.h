@@ -208,7 +208,7 @@ VOXCPM_API int voxcpm_skinny_gemm(const void* x, const void* weight, void* out,
  * voxcpm_skinny_gemm's product and epilogues (the same flags, the same roundings) for 32 < m <= 64
  * rows: blocks of 128 weight rows share the activations through shared memory, the k splits of a
  * block column are one thread block cluster summed in split order (deterministic). No workspace.
- * Compute capability 9 or newer; k a multiple of 64; n a multiple of 128 (SwiGLU: n = 2 * inter);
+ * Compute capability 9 or newer; k a multiple of 128; n a multiple of 128 (SwiGLU: n = 2 * inter);
  * with ROW_RMS k <= 8192. Otherwise as voxcpm_skinny_gemm, including what is read before the
  * programmatic wait.
  */

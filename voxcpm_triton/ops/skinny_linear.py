@@ -102,7 +102,7 @@ def _kernel_takes(x: torch.Tensor, weight: torch.Tensor) -> bool:
             and x.data_ptr() % 16 == 0 and weight.data_ptr() % 16 == 0):
         return False
     if m > MAX_ROWS:
-        return m <= MID_MAX_ROWS and k % 64 == 0 and n % 128 == 0 and _mid_kernel_here(x.device)
+        return m <= MID_MAX_ROWS and k % 128 == 0 and n % 128 == 0 and _mid_kernel_here(x.device)
     return (m >= 1 and k % 32 == 0 and n % 32 == 0 and n // 32 <= COUNTERS
             and _counter_buffer(x.device) is not None)
 
@@ -192,7 +192,7 @@ def _check(x: torch.Tensor, weight: torch.Tensor, name: str) -> None:
 def skinny_gemm(x: torch.Tensor, weight: torch.Tensor, epilogue: int = PLAIN, norm_weight: torch.Tensor | None = None,
                 rms_eps: float = 0.0) -> torch.Tensor:
     """The op itself: x [m <= 32, k] contiguous bf16/fp16 on a compute capability >= 8 GPU, k and
-    weight's rows multiples of 32 (33 <= m <= 64: compute capability 9, k a multiple of 64, weight's
+    weight's rows multiples of 32 (33 <= m <= 64: compute capability 9, k a multiple of 128, weight's
     rows of 128); epilogue PLAIN or SWIGLU, plus ROW_RMS with the RMSNorm's
     norm_weight [k] and eps. Prefer `linear` / `gate_up_swiglu` / `normed_*`, which fall back on
     shapes the kernel does not take."""
@@ -210,7 +210,7 @@ def skinny_gemm(x: torch.Tensor, weight: torch.Tensor, epilogue: int = PLAIN, no
         lib.require(_kernel_takes(x, weight),
                     f"skinny_gemm on the GPU needs contiguous, 16-byte aligned {_KERNEL_DTYPES} tensors of one "
                     f"dtype, k and out_features multiples of 32 and compute capability >= 8 (above {MAX_ROWS} "
-                    f"rows: k of 64, out_features of 128, compute capability 9); got x "
+                    f"rows: k of 128, out_features of 128, compute capability 9); got x "
                     f"{tuple(x.shape)} {x.dtype}, weight {tuple(weight.shape)} {weight.dtype}")
     return torch.ops.voxcpm.skinny_gemm(x, weight, epilogue, norm_weight if epilogue & ROW_RMS else None, rms_eps)
 
