@@ -21,7 +21,7 @@ extern "C" {
 #define VOXCPM_API __attribute__((visibility("default")))
 
 /* Bumped whenever a signature below changes; the Python loader refuses a mismatched library. */
-#define VOXCPM_KERNELS_ABI_VERSION 8
+#define VOXCPM_KERNELS_ABI_VERSION 7
 
 enum voxcpm_dtype { VOXCPM_FLOAT32 = 0, VOXCPM_FLOAT16 = 1, VOXCPM_BFLOAT16 = 2 };
 
@@ -203,18 +203,6 @@ VOXCPM_API int voxcpm_skinny_gemm(const void* x, const void* weight, void* out,
                                   float residual_scale, void* workspace, size_t workspace_bytes,
                                   int* counters, int64_t m, int64_t n, int64_t k, int epilogue,
                                   int dtype, void* stream);
-
-/*
- * voxcpm_skinny_gemm's product and epilogues (the same flags, the same roundings) for 32 < m <= 64
- * rows: blocks of 128 weight rows share the activations through shared memory, the k splits of a
- * block column are one thread block cluster summed in split order (deterministic). No workspace.
- * Compute capability 9 or newer; k a multiple of 128; n a multiple of 128 (SwiGLU: n = 2 * inter);
- * with ROW_RMS k <= 8192. Otherwise as voxcpm_skinny_gemm, including what is read before the
- * programmatic wait.
- */
-VOXCPM_API int voxcpm_mid_gemm(const void* x, const void* weight, void* out, const void* norm_weight,
-                               float rms_eps, const void* residual, float residual_scale, int64_t m,
-                               int64_t n, int64_t k, int epilogue, int dtype, void* stream);
 
 /*
  * Snake (as voxcpm_snake, kept in fp32) followed by a depthwise dilated causal conv of kernel 7,

@@ -211,7 +211,7 @@ def short_attention_case(sequences: int, seq_len: int, dtype: torch.dtype) -> Ca
                 nbytes(qkv, cos, sin) + out_bytes)
 
 
-def linear_case(rows: int, k: int, n: int, epilogue: int, dtype: torch.dtype, name: str = "skinny_gemm") -> Case:
+def linear_case(rows: int, k: int, n: int, epilogue: int, dtype: torch.dtype) -> Case:
     """skinny_gemm against F.linear (+ the swiglu op): each call takes the next of 20 weight copies,
     as a step's layers each bring their own weight, so one timed graph does not serve them from L2
     (copies of the smallest weights still fit in it together: read those rows as optimistic)."""
@@ -225,16 +225,14 @@ def linear_case(rows: int, k: int, n: int, epilogue: int, dtype: torch.dtype, na
     swiglu = epilogue == ops.skinny_linear.SWIGLU
     out_cols = n // 2 if swiglu else n
     baseline = ((lambda: ops.swiglu(F.linear(x, weight()))) if swiglu else (lambda: F.linear(x, weight())))
-    return Case(name + ("+swiglu" if swiglu else ""), f"rows={rows} k={k} n={n}",
+    return Case("skinny_gemm" + ("+swiglu" if swiglu else ""), f"rows={rows} k={k} n={n}",
                 lambda: ops.skinny_gemm(x, weight(), epilogue), baseline,
                 nbytes(x, weights[0]) + rows * out_cols * x.element_size())
 
 
-def normed_linear_case(rows: int, k: int, n: int, swiglu: bool, dtype: torch.dtype,
-                       name: str = "skinny_gemm") -> Case:
+def normed_linear_case(rows: int, k: int, n: int, swiglu: bool, dtype: torch.dtype) -> Case:
     """skinny_gemm with the RMSNorm inside (ROW_RMS) against the rmsnorm op followed by the plain
-    or SwiGLU kernel (name "mid_gemm": by cuBLAS and the swiglu op, the path it replaces), weights
-    rotated as in linear_case."""
+    or SwiGLU kernel, weights rotated as in linear_case."""
     x = rand(rows, k, dtype=dtype)
     gain = rand(k, dtype=dtype)
     weights = [rand(n, k, dtype=dtype, scale=k ** -0.5) for _ in range(20)]
@@ -245,11 +243,9 @@ def normed_linear_case(rows: int, k: int, n: int, swiglu: bool, dtype: torch.dty
     def weight() -> torch.Tensor:
         return weights[next(turn) % len(weights)]
 
-    return Case(name + ("+swiglu" if swiglu else "") + "+rms", f"rows={rows} k={k} n={n}",
+    return Case("skinny_gemm" + ("+swiglu" if swiglu else "") + "+rms", f"rows={rows} k={k} n={n}",
                 lambda: sg.skinny_gemm(x, weight(), epilogue | sg.ROW_RMS, gain, 1e-6),
-                (lambda: sg.skinny_gemm(ops.rmsnorm(x, gain, 1e-6), weight(), epilogue)) if name == "skinny_gemm" else
-                (lambda: ops.swiglu(F.linear(ops.rmsnorm(x, gain, 1e-6), weight())) if swiglu else
-                 F.linear(ops.rmsnorm(x, gain, 1e-6), weight())),
+                lambda: sg.skinny_gemm(ops.rmsnorm(x, gain, 1e-6), weight(), epilogue),
                 nbytes(x, gain, weights[0]) + rows * (n // 2 if swiglu else n) * x.element_size())
 
 
@@ -320,13 +316,6 @@ def build_cases(dtype: torch.dtype, quick: bool) -> list[Case]:
             # LM decode (one row per stream): qkv, o, gate_up + SwiGLU, down.
             for k, n, epilogue in ((2048, 2560, plain), (2048, 2048, plain), (2048, 12288, fused), (6144, 2048, plain)):
                 cases.append(linear_case(b, k, n, epilogue, dtype))
-        if (ops.skinny_linear.MAX_ROWS < b <= ops.skinny_linear.MID_MAX_ROWS and dtype != torch.float32
-                and torch.cuda.get_device_capability()[0] >= 9):
-            # The LMs at 64 streams on mid_gemm, against cuBLAS (+ the swiglu op; + the rmsnorm op).
-            for k, n, epilogue in ((2048, 2560, plain), (2048, 2048, plain), (2048, 12288, fused), (6144, 2048, plain)):
-                cases.append(linear_case(b, k, n, epilogue, dtype, name="mid_gemm"))
-            cases.append(normed_linear_case(b, 2048, 2560, False, dtype, name="mid_gemm"))
-            cases.append(normed_linear_case(b, 2048, 12288, True, dtype, name="mid_gemm"))
         if b == 1 and dtype != torch.float32:  # LocDiT at one stream: 22 rows (11 tokens x CFG)
             for k, n, epilogue in ((1024, 2560, plain), (2048, 1024, plain), (1024, 8192, fused), (4096, 1024, plain)):
                 cases.append(linear_case(22, k, n, epilogue, dtype))

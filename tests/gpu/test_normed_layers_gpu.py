@@ -51,16 +51,13 @@ def errors(monkeypatch, exact: MiniCPMModel, fast: MiniCPMModel, x: torch.Tensor
 
 @pytest.mark.parametrize("stack", ("dit", "encoder"))
 @pytest.mark.parametrize("rows", (None, slice(2, 5)))
-@pytest.mark.parametrize("batch", (2, 5))  # the LocDiT's 5 x 11 rows run on mid_gemm on Hopper
-def test_normed_layers_are_as_close_to_fp32_as_the_add_rmsnorm_path(monkeypatch, models, stack, rows, batch):
+def test_normed_layers_are_as_close_to_fp32_as_the_add_rmsnorm_path(monkeypatch, models, stack, rows):
     exact, fast = models
-    if batch == 5 and stack == "dit" and torch.cuda.get_device_capability()[0] < 9:
-        pytest.skip("55 rows take the norms into the GEMMs on Hopper only (mid_gemm)")
     pick = {"dit": lambda model: model.feat_decoder.estimator.decoder,
             "encoder": lambda model: model.feat_encoder.encoder}
     hidden = pick[stack](exact).config.hidden_size
     length = 11 if stack == "dit" else 5
-    x = randn(batch, length, hidden, dtype=torch.bfloat16, seed=7)
+    x = randn(2, length, hidden, dtype=torch.bfloat16, seed=7)
     normed, kernels, scale = errors(monkeypatch, pick[stack](exact), pick[stack](fast), x, rows)
     print(f"{stack}: max |error| with the norms in the GEMMs {normed:.3g}, with add_rmsnorm {kernels:.3g}, "
           f"output scale {scale:.3g}")

@@ -16,7 +16,7 @@ from pathlib import Path
 
 import torch
 
-ABI_VERSION = 8  # must equal VOXCPM_KERNELS_ABI_VERSION in kernels/voxcpm_kernels.h
+ABI_VERSION = 7  # must equal VOXCPM_KERNELS_ABI_VERSION in kernels/voxcpm_kernels.h
 LIBRARY_NAME = "libvoxcpm_kernels.so"
 _DTYPE_CODES = {torch.float32: 0, torch.float16: 1, torch.bfloat16: 2}
 KERNEL_DTYPES = tuple(_DTYPE_CODES)
@@ -49,7 +49,6 @@ _SIGNATURES: dict[str, tuple[object, list[object]]] = {
     "voxcpm_skinny_gemm": (
         _i32, [_p, _p, _p, _p, _f32, _p, _f32, _p, ctypes.c_size_t, _p, _i64, _i64, _i64, _i32, _i32, _p],
     ),
-    "voxcpm_mid_gemm": (_i32, [_p, _p, _p, _p, _f32, _p, _f32, _i64, _i64, _i64, _i32, _i32, _p]),
     "voxcpm_snake": (_i32, [_p, _i64, _i64, _p, _p, _i64, _i64, _i64, _i32, _p]),
     "voxcpm_snake_depthwise_conv": (_i32, [_p, _i64, _i64, _p, _p, _p, _p, _p, _i64, _i64, _i64, _i32, _i32, _p]),
     "voxcpm_quantize_fp8": (_i32, [_p, _p, _p, _i64, _i64, _i32, _i32, _p]),

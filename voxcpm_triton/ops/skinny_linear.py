@@ -9,10 +9,6 @@ algorithm timed fastest for a shape of many rows; + swiglu) otherwise, so caller
 logic. VOXCPM_SKINNY_GEMM=0 turns the kernel off and VOXCPM_SKINNY_PLAIN_ROWS=N (1..32)
 moves the plain-GEMM row limit (A/B measurements).
 
-From 33 to 64 rows (the LMs at 33-64 streams) the same op runs kernels/mid_gemm.cu on Hopper: the
-same product, epilogues and roundings, with the activations shared through shared memory by blocks
-of 128 weight rows. VOXCPM_MID_GEMM=0 sends those rows back to cuBLAS and separate norm kernels.
-
 The kernel can also take a decoder layer's RMSNorm into the GEMM that reads the normalised rows
 (`normed_linear`, `normed_gate_up_swiglu`) and the residual add into the GEMM whose output is
 added (`linear_residual_`), so a layer at a few rows needs no add_rmsnorm kernel.
@@ -32,7 +28,6 @@ from voxcpm_triton.ops.rmsnorm import rmsnorm
 from voxcpm_triton.ops.swiglu import swiglu_ref
 
 MAX_ROWS = 32
-MID_MAX_ROWS = 64  # kernels/mid_gemm.cu, above MAX_ROWS
 # `linear` routes plain GEMMs to the kernel up to this many rows. Alone, one GEMM at the LocDiT's 22
 # rows is slower on it than on cuBLAS (7.6 against 5.1 us for 1024 -> 2560; perf/RESULTS.md run 6).
 # In the whole step it is faster, most likely because it joins the chain of programmatic dependent
@@ -98,19 +93,10 @@ def _kernel_takes(x: torch.Tensor, weight: torch.Tensor) -> bool:
         return False
     m, k = x.shape
     n = weight.shape[0]
-    if not (weight.dim() == 2 and weight.shape[1] == k and x.is_contiguous() and weight.is_contiguous()
-            and x.data_ptr() % 16 == 0 and weight.data_ptr() % 16 == 0):
-        return False
-    if m > MAX_ROWS:
-        return m <= MID_MAX_ROWS and k % 128 == 0 and n % 128 == 0 and _mid_kernel_here(x.device)
-    return (m >= 1 and k % 32 == 0 and n % 32 == 0 and n // 32 <= COUNTERS
+    return (1 <= m <= MAX_ROWS and k % 32 == 0 and n % 32 == 0 and n // 32 <= COUNTERS and weight.dim() == 2
+            and weight.shape[1] == k and x.is_contiguous() and weight.is_contiguous()
+            and x.data_ptr() % 16 == 0 and weight.data_ptr() % 16 == 0
             and _counter_buffer(x.device) is not None)
-
-
-def _mid_kernel_here(device: torch.device) -> bool:
-    """Whether mid_gemm serves 33-64 rows: compute capability 9 (thread block clusters) and not
-    VOXCPM_MID_GEMM=0."""
-    return os.environ.get("VOXCPM_MID_GEMM", "1") != "0" and torch.cuda.get_device_capability(device)[0] >= 9
 
 
 def _launch(x: torch.Tensor, weight: torch.Tensor, out: torch.Tensor, epilogue: int, norm_weight: torch.Tensor | None,
@@ -118,13 +104,6 @@ def _launch(x: torch.Tensor, weight: torch.Tensor, out: torch.Tensor, epilogue: 
     m, k = x.shape
     n = weight.shape[0]
     kernels = lib.library()
-    if m > MAX_ROWS:
-        with lib.device_of(x):
-            error = kernels.voxcpm_mid_gemm(lib.ptr(x), lib.ptr(weight), lib.ptr(out), lib.ptr(norm_weight), rms_eps,
-                                            lib.ptr(residual), residual_scale, m, n, k, epilogue, lib.dtype_code(x),
-                                            lib.stream_of(x))
-        lib.check(error, "mid_gemm")
-        return
     with lib.device_of(x):
         nbytes = kernels.voxcpm_skinny_gemm_workspace_bytes(m, n, k, epilogue)
         workspace = torch.empty(max(nbytes, 1), dtype=torch.uint8, device=x.device)
@@ -192,16 +171,15 @@ def _check(x: torch.Tensor, weight: torch.Tensor, name: str) -> None:
 def skinny_gemm(x: torch.Tensor, weight: torch.Tensor, epilogue: int = PLAIN, norm_weight: torch.Tensor | None = None,
                 rms_eps: float = 0.0) -> torch.Tensor:
     """The op itself: x [m <= 32, k] contiguous bf16/fp16 on a compute capability >= 8 GPU, k and
-    weight's rows multiples of 32 (33 <= m <= 64: compute capability 9, k a multiple of 128, weight's
-    rows of 128); epilogue PLAIN or SWIGLU, plus ROW_RMS with the RMSNorm's
+    weight's rows multiples of 32; epilogue PLAIN or SWIGLU, plus ROW_RMS with the RMSNorm's
     norm_weight [k] and eps. Prefer `linear` / `gate_up_swiglu` / `normed_*`, which fall back on
     shapes the kernel does not take."""
     _check(x, weight, "weight")
     lib.require(epilogue in (PLAIN, SWIGLU, ROW_RMS, SWIGLU | ROW_RMS),
                 f"epilogue must be PLAIN ({PLAIN}) or SWIGLU ({SWIGLU}), optionally + ROW_RMS ({ROW_RMS}); "
                 f"got {epilogue}")
-    lib.require(x.dim() == 2 and 1 <= x.shape[0] <= MID_MAX_ROWS,
-                f"x must be [rows, k] with 1 <= rows <= {MID_MAX_ROWS}, got {tuple(x.shape)}")
+    lib.require(x.dim() == 2 and 1 <= x.shape[0] <= MAX_ROWS,
+                f"x must be [rows, k] with 1 <= rows <= {MAX_ROWS}, got {tuple(x.shape)}")
     if epilogue & ROW_RMS:
         _check_norm(x, norm_weight, rms_eps)
         lib.require(not lib.kernel_ready(x) or x.shape[1] <= NORM_MAX_K,
@@ -209,8 +187,7 @@ def skinny_gemm(x: torch.Tensor, weight: torch.Tensor, epilogue: int = PLAIN, no
     if lib.kernel_ready(x):
         lib.require(_kernel_takes(x, weight),
                     f"skinny_gemm on the GPU needs contiguous, 16-byte aligned {_KERNEL_DTYPES} tensors of one "
-                    f"dtype, k and out_features multiples of 32 and compute capability >= 8 (above {MAX_ROWS} "
-                    f"rows: k of 128, out_features of 128, compute capability 9); got x "
+                    f"dtype, k and out_features multiples of 32 and compute capability >= 8; got x "
                     f"{tuple(x.shape)} {x.dtype}, weight {tuple(weight.shape)} {weight.dtype}")
     return torch.ops.voxcpm.skinny_gemm(x, weight, epilogue, norm_weight if epilogue & ROW_RMS else None, rms_eps)
 
