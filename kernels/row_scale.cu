@@ -2,6 +2,7 @@
 // + eps). One warp per row reads it once and writes one float; the normed rows add_rmsnorm would
 // write (and the GEMM read back) are never formed.
 #include "common.cuh"
+#include "row_statistic.cuh"
 
 namespace voxcpm {
 namespace {
@@ -18,17 +19,8 @@ __global__ void __launch_bounds__(kThreads) row_scale_kernel(const T* __restrict
     const int64_t row = (static_cast<int64_t>(blockIdx.x) * kThreads + threadIdx.x) / 32;
     const int lane = threadIdx.x & 31;
     if (row >= rows) return;
-    const T* src = x + row * hidden;
-    float sum_sq = 0.f;
-    for (int i = lane * VEC; i < hidden; i += 32 * VEC) {
-        float v[VEC];
-        load_vec<T, VEC>(src + i, v);
-#pragma unroll
-        for (int e = 0; e < VEC; ++e) sum_sq += v[e] * v[e];
-    }
-    sum_sq = warp_sum(sum_sq);
-    // 1/sqrt rather than rsqrtf: correctly rounded, like add_rmsnorm and the reference on the CPU.
-    if (lane == 0) out[row] = 1.f / sqrtf(sum_sq / static_cast<float>(hidden) + eps);
+    const float sum_sq = row_sum_squares<T, VEC>(x + row * hidden, hidden, lane);
+    if (lane == 0) out[row] = rms_scale(sum_sq, hidden, eps);
 }
 
 template <typename T, int VEC>
@@ -51,7 +43,7 @@ extern "C" int voxcpm_row_scale(const void* x, float* out, int64_t rows, int64_t
     return dispatch_dtype(dtype, [&](auto tag) {
         using T = decltype(tag);
         constexpr int kVec = 16 / sizeof(T);
-        if (hidden % kVec == 0 && aligned16(x)) return launch<T, kVec>(x, out, rows, hidden, eps, s);
+        if (row_vectors<T>(x, hidden)) return launch<T, kVec>(x, out, rows, hidden, eps, s);
         return launch<T, 1>(x, out, rows, hidden, eps, s);
     });
 }

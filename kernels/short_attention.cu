@@ -24,6 +24,7 @@
 
 #include "common.cuh"
 #include "mma.cuh"
+#include "row_statistic.cuh"
 
 namespace voxcpm {
 namespace {
@@ -41,6 +42,11 @@ struct ShortArgs {
     // Folded-norm callers: token t's q, k and v are scaled by row_scale[t] (the RMSNorm statistic the
     // qkv GEMM did not apply; see voxcpm_row_scale), or NULL for none.
     const float* row_scale;
+    // Or that statistic computed here from the norm's input rows [tokens, hidden] (row_scale NULL).
+    const void* norm_input;
+    int hidden;
+    int norm_vectors;  // row_vectors(norm_input, hidden): the summation order voxcpm_row_scale uses
+    float eps;
     void* out;
     int seq_len, q_heads, kv_heads;
     int heads_per_block;  // CUDA-core kernel: query heads per block (a divisor of the group size)
@@ -105,33 +111,34 @@ __device__ __forceinline__ void rotate_pairs(float (&x1)[VEC], float (&x2)[VEC],
     }
 }
 
-// Scales n values by a token's row scale (none when row_scale is NULL).
+// Scales n values by token t's row scale (none when scales is NULL; scales points at the sequence's
+// first token).
 template <int N>
-__device__ __forceinline__ void scale_row(float (&x)[N], const float* row_scale, int64_t token) {
-    if (row_scale == nullptr) return;
-    const float factor = row_scale[token];
+__device__ __forceinline__ void scale_row(float (&x)[N], const float* scales, int t) {
+    if (scales == nullptr) return;
+    const float factor = scales[t];
 #pragma unroll
     for (int i = 0; i < N; ++i) x[i] *= factor;
 }
 
-// Loads VEC rotate-half pairs of one head row into x1, x2, scaled by the row's scale (global token
-// index `row`) and rotated by table row `t` when tables are given.
+// Loads VEC rotate-half pairs of token t's head row into x1, x2, scaled by scales[t] and rotated by
+// table row t when tables are given.
 template <typename T, int D, int VEC>
-__device__ __forceinline__ void load_rotated(const T* src, const float* cos, const float* sin, const float* row_scale,
-                                             int64_t row, int t, int e, float (&x1)[VEC], float (&x2)[VEC]) {
+__device__ __forceinline__ void load_rotated(const T* src, const float* cos, const float* sin, const float* scales,
+                                             int t, int e, float (&x1)[VEC], float (&x2)[VEC]) {
     load_vec<T, VEC>(src + e, x1);
     load_vec<T, VEC>(src + e + D / 2, x2);
-    scale_row(x1, row_scale, row);
-    scale_row(x2, row_scale, row);
+    scale_row(x1, scales, t);
+    scale_row(x2, scales, t);
     if (cos != nullptr) rotate_pairs<T, D, VEC>(x1, x2, cos + t * D, sin + t * D, e);
 }
 
 // load_rotated, stored as fp32 to dst (dims e.., e + D/2..).
 template <typename T, int D, int VEC>
 __device__ __forceinline__ void stage_rotated(const T* src, float* dst, const float* cos, const float* sin,
-                                              const float* row_scale, int64_t row, int t, int e) {
+                                              const float* scales, int t, int e) {
     float x1[VEC], x2[VEC];
-    load_rotated<T, D, VEC>(src, cos, sin, row_scale, row, t, e, x1, x2);
+    load_rotated<T, D, VEC>(src, cos, sin, scales, t, e, x1, x2);
     store_f32<VEC>(dst + e, x1);
     store_f32<VEC>(dst + e + D / 2, x2);
 }
@@ -153,6 +160,22 @@ __device__ __forceinline__ void load_shared(const float* p, float (&out)[N]) {
     }
 }
 
+// The norm statistic of sequence seq's tokens into scales[0, seq_len), from a.norm_input: a warp per
+// token, bit for bit voxcpm_row_scale's. The caller synchronises before reading them. Safe before
+// pdl_wait(): the norm's input is final before the qkv GEMM (the kernel before this one) starts.
+template <typename T>
+__device__ __forceinline__ void norm_scales(const ShortArgs& a, int64_t seq, float* scales) {
+    constexpr int VEC = 16 / sizeof(T);
+    const int lane = threadIdx.x & 31;
+    const T* x = static_cast<const T*>(a.norm_input) + seq * a.seq_len * a.hidden;
+    for (int t = threadIdx.x >> 5; t < a.seq_len; t += blockDim.x >> 5) {
+        const T* row = x + static_cast<int64_t>(t) * a.hidden;
+        const float sum_sq = a.norm_vectors ? row_sum_squares<T, VEC>(row, a.hidden, lane)
+                                            : row_sum_squares<T, 1>(row, a.hidden, lane);
+        if (lane == 0) scales[t] = rms_scale(sum_sq, a.hidden, a.eps);
+    }
+}
+
 template <typename T, int D, int TP>
 __global__ void __launch_bounds__(kThreads) short_attention_kernel(ShortArgs a) {
     constexpr int VEC = 16 / sizeof(T);      // elements per 16-byte global access
@@ -167,13 +190,18 @@ __global__ void __launch_bounds__(kThreads) short_attention_kernel(ShortArgs a) 
     extern __shared__ float4 shared_raw[];
     float* ks = reinterpret_cast<float*>(shared_raw);  // [seq_len][KS]
     float* vs = ks + a.seq_len * KS;                     // [seq_len][D]
+    float* computed_scales = vs + a.seq_len * D + kWarps * R * KS;  // [seq_len], with norm_input
+    const int64_t seq = blockIdx.x;
     pdl_launch_dependents();
+    if (a.norm_input != nullptr) norm_scales<T>(a, seq, computed_scales);
     pdl_wait();
+    if (a.norm_input != nullptr) __syncthreads();
+    const float* scales = a.norm_input != nullptr ? computed_scales
+                          : a.row_scale != nullptr ? a.row_scale + seq * a.seq_len : nullptr;
 
     const int L = a.seq_len;
     const int lane = threadIdx.x & 31;
     const int warp = threadIdx.x >> 5;
-    const int64_t seq = blockIdx.x;
     const int head0 = blockIdx.y * a.heads_per_block;
     const int kv_head = head0 / (a.q_heads / a.kv_heads);
     const int64_t width = static_cast<int64_t>(a.q_heads + 2 * a.kv_heads) * D;
@@ -183,8 +211,7 @@ __global__ void __launch_bounds__(kThreads) short_attention_kernel(ShortArgs a) 
     const T* k_src = rows + static_cast<int64_t>(a.q_heads + kv_head) * D;
     for (int i = threadIdx.x; i < L * PAIR_VECS; i += kThreads) {
         const int t = i / PAIR_VECS;
-        stage_rotated<T, D, VEC>(k_src + t * width, ks + t * KS, a.cos, a.sin, a.row_scale, seq * L + t, t,
-                                 (i - t * PAIR_VECS) * VEC);
+        stage_rotated<T, D, VEC>(k_src + t * width, ks + t * KS, a.cos, a.sin, scales, t, (i - t * PAIR_VECS) * VEC);
     }
     const T* v_src = rows + static_cast<int64_t>(a.q_heads + a.kv_heads + kv_head) * D;
     for (int i = threadIdx.x; i < L * (D / VEC); i += kThreads) {
@@ -192,7 +219,7 @@ __global__ void __launch_bounds__(kThreads) short_attention_kernel(ShortArgs a) 
         const int e = (i - t * (D / VEC)) * VEC;
         float x[VEC];
         load_vec<T, VEC>(v_src + t * width + e, x);
-        scale_row(x, a.row_scale, seq * L + t);
+        scale_row(x, scales, t);
         store_f32<VEC>(vs + t * D + e, x);
     }
     __syncthreads();
@@ -210,8 +237,7 @@ __global__ void __launch_bounds__(kThreads) short_attention_kernel(ShortArgs a) 
             const int row = min(base + r, block_rows - 1);
             const HeadToken q = by_len(row, a);
             const T* q_src = rows + q.token * width + static_cast<int64_t>(head0 + q.head) * D;
-            stage_rotated<T, D, VEC>(q_src, qs + r * KS, a.cos, a.sin, a.row_scale, seq * L + q.token, q.token,
-                                     (i - r * PAIR_VECS) * VEC);
+            stage_rotated<T, D, VEC>(q_src, qs + r * KS, a.cos, a.sin, scales, q.token, (i - r * PAIR_VECS) * VEC);
         }
         __syncwarp();
 
@@ -274,7 +300,7 @@ template <int D>
 size_t shared_bytes(int seq_len, int tp) {
     const int r = 32 / tp;
     return sizeof(float) * (static_cast<size_t>(seq_len) * (D + kPad) + static_cast<size_t>(seq_len) * D +
-                            static_cast<size_t>(kWarps) * r * (D + kPad));
+                            static_cast<size_t>(kWarps) * r * (D + kPad) + static_cast<size_t>(seq_len));
 }
 
 template <typename T, int D, int TP>
@@ -358,9 +384,12 @@ __device__ __forceinline__ void wait_async_copies() {
 #else
 #define VOXCPM_SHORT_ATTENTION_BOUNDS __launch_bounds__(kMmaWarps * 32)
 #endif
-// SCALED: a.row_scale is set (folded norms). A separate instantiation, so that the unscaled kernel
-// keeps its code: the runtime switch cost the step several percent on the H200 (perf/RESULTS.md run 62).
-template <typename T, int D, int TPAD, bool SCALED>
+// Where the tensor-core kernel's row scales come from (folded norms): none, a.row_scale, or computed
+// from a.norm_input. Separate instantiations, so that the unscaled kernel keeps its code: a runtime
+// switch cost the step several percent on the H200 (perf/RESULTS.md run 62).
+enum ScaleSource { kNoScales = 0, kGivenScales = 1, kInputScales = 2 };
+
+template <typename T, int D, int TPAD, int SCALES>
 __global__ void VOXCPM_SHORT_ATTENTION_BOUNDS short_attention_mma_kernel(ShortArgs a) {
     constexpr int VEC = 8;                // 16-bit elements per 16-byte access
     constexpr int HALF = D / 2;
@@ -369,8 +398,20 @@ __global__ void VOXCPM_SHORT_ATTENTION_BOUNDS short_attention_mma_kernel(ShortAr
     constexpr int LD = D + 8;             // shared row stride: ldmatrix's 8 rows land on distinct banks
     constexpr int KEY_TILES = TPAD / 8;   // logits accumulator tiles (8 keys each)
     constexpr int OUT_TILES = D / 8;      // output accumulator tiles (8 dims each)
+    constexpr bool SCALED = SCALES != kNoScales;
     static_assert(TPAD % 16 == 0 && D % 16 == 0, "unsupported tile");
+    extern __shared__ float4 shared_raw[];
+    T* ks = reinterpret_cast<T*>(shared_raw);  // [TPAD][LD] rotated keys
+    T* vs = ks + TPAD * LD;                    // [TPAD][LD] values
+    T* qs = vs + TPAD * LD;                    // [tiles_per_block * 16][LD] rotated query rows, later output rows
+    float* key_scale = reinterpret_cast<float*>(qs + a.tiles_per_block * kTile * LD);  // SCALED: [TPAD]
+    const int64_t seq = blockIdx.x;
     pdl_launch_dependents();
+    // The statistic from the norm's input overlaps the qkv GEMM's end: that input was final before it.
+    if constexpr (SCALES == kInputScales) {
+        norm_scales<T>(a, seq, key_scale);
+        if (threadIdx.x >= a.seq_len && threadIdx.x < TPAD) key_scale[threadIdx.x] = 0.f;
+    }
     pdl_wait();
 
     const int L = a.seq_len;
@@ -383,23 +424,16 @@ __global__ void VOXCPM_SHORT_ATTENTION_BOUNDS short_attention_mma_kernel(ShortAr
     const int kv_head = blockIdx.y / chunks;
     const int tile0 = (blockIdx.y - kv_head * chunks) * a.tiles_per_block;
     const int block_tiles = min(a.tiles_per_block, tiles - tile0);  // <= the block's warps: one per warp
-    const int64_t seq = blockIdx.x;
     const int64_t width = static_cast<int64_t>(a.q_heads + 2 * a.kv_heads) * D;
     const T* rows = static_cast<const T*>(a.qkv) + seq * L * width;
     // Rows go through fp32 registers when they are rotated or scaled, else straight to shared memory.
     const bool convert = SCALED || a.cos != nullptr;
 
-    extern __shared__ float4 shared_raw[];
-    T* ks = reinterpret_cast<T*>(shared_raw);  // [TPAD][LD] rotated keys
-    T* vs = ks + TPAD * LD;                    // [TPAD][LD] values
-    T* qs = vs + TPAD * LD;                    // [tiles_per_block * 16][LD] rotated query rows, later output rows
-    float* key_scale = reinterpret_cast<float*>(qs + a.tiles_per_block * kTile * LD);  // SCALED: [TPAD]
-
     // V by asynchronous copies, in flight while the rotated rows below are staged. Key / value rows past
     // the sequence are zero (probability 0 times 0).
     const T* k_src = rows + static_cast<int64_t>(a.q_heads + kv_head) * D;
     const T* v_src = rows + static_cast<int64_t>(a.q_heads + a.kv_heads + kv_head) * D;
-    if constexpr (SCALED) {  // read after the block's barrier, by the probabilities of V's rows
+    if constexpr (SCALES == kGivenScales) {  // read after the block's barrier, by the probabilities of V's rows
         if (threadIdx.x < TPAD)
             key_scale[threadIdx.x] = threadIdx.x < L ? __ldg(a.row_scale + seq * L + threadIdx.x) : 0.f;
     }
@@ -413,6 +447,7 @@ __global__ void VOXCPM_SHORT_ATTENTION_BOUNDS short_attention_mma_kernel(ShortAr
             *reinterpret_cast<uint4*>(vs + t * LD + e) = make_uint4(0u, 0u, 0u, 0u);
         }
     }
+    if constexpr (SCALES == kInputScales) __syncthreads();  // the staging below reads every token's scale
 
     // Key rows [0, L), then the query rows (head-major, token-minor within the group; rows past the
     // group repeat its last row and are never stored), each scaled and rotated by its token's row scale
@@ -434,7 +469,7 @@ __global__ void VOXCPM_SHORT_ATTENTION_BOUNDS short_attention_mma_kernel(ShortAr
     const auto stage = [&](auto converting) {
         for (int i0 = threadIdx.x; i0 < items; i0 += kStageBatch * blockDim.x) {
             uint4 x[kStageBatch][2];
-            [[maybe_unused]] float factor[kStageBatch];  // SCALED: the rows' scales, in flight with them
+            [[maybe_unused]] float factor[kStageBatch];  // given scales: the rows', in flight with them
 #pragma unroll
             for (int b = 0; b < kStageBatch; ++b) {
                 const int i = i0 + b * blockDim.x;
@@ -444,7 +479,7 @@ __global__ void VOXCPM_SHORT_ATTENTION_BOUNDS short_attention_mma_kernel(ShortAr
                     const T* src = row.src + (i - r * PAIR_VECS) * VEC;
                     x[b][0] = __ldcg(reinterpret_cast<const uint4*>(src));  // L2 only, as cp.async.cg
                     x[b][1] = __ldcg(reinterpret_cast<const uint4*>(src + HALF));
-                    if constexpr (SCALED) factor[b] = __ldg(a.row_scale + seq * L + row.token);
+                    if constexpr (SCALES == kGivenScales) factor[b] = __ldg(a.row_scale + seq * L + row.token);
                 }
             }
 #pragma unroll
@@ -459,10 +494,13 @@ __global__ void VOXCPM_SHORT_ATTENTION_BOUNDS short_attention_mma_kernel(ShortAr
                         load_vec<T, VEC>(reinterpret_cast<const T*>(&x[b][0]), x1);
                         load_vec<T, VEC>(reinterpret_cast<const T*>(&x[b][1]), x2);
                         if constexpr (SCALED) {
+                            // Computed scales are in shared memory already: read where used, not
+                            // held in registers across the batch's loads.
+                            const float f = SCALES == kInputScales ? key_scale[row.token] : factor[b];
 #pragma unroll
                             for (int v = 0; v < VEC; ++v) {
-                                x1[v] *= factor[b];
-                                x2[v] *= factor[b];
+                                x1[v] *= f;
+                                x2[v] *= f;
                             }
                         }
                         if (!SCALED || a.cos != nullptr)
@@ -610,23 +648,25 @@ size_t mma_shared_bytes(int head_dim, int tpad, int tiles_per_block, bool scaled
     return rows + (scaled ? tpad * sizeof(float) : 0);
 }
 
-template <typename T, int D, int TPAD, bool SCALED>
+template <typename T, int D, int TPAD, int SCALES>
 int launch_mma_kernel(const ShortArgs& a, int64_t sequences, int chunks, int warps, cudaStream_t stream) {
-    const size_t bytes = mma_shared_bytes(D, TPAD, a.tiles_per_block, SCALED);
+    const size_t bytes = mma_shared_bytes(D, TPAD, a.tiles_per_block, SCALES != kNoScales);
     if (bytes > 48 * 1024) {  // opt in above the default limit (a host-side setting, fine during capture)
-        const int err = static_cast<int>(cudaFuncSetAttribute(short_attention_mma_kernel<T, D, TPAD, SCALED>,
+        const int err = static_cast<int>(cudaFuncSetAttribute(short_attention_mma_kernel<T, D, TPAD, SCALES>,
                                                               cudaFuncAttributeMaxDynamicSharedMemorySize,
                                                               static_cast<int>(bytes)));
         if (err != 0) return err;
     }
     const dim3 grid(static_cast<unsigned>(sequences), a.kv_heads * chunks);
-    return launch_kernel(short_attention_mma_kernel<T, D, TPAD, SCALED>, grid, dim3(32 * warps), bytes, stream, a);
+    return launch_kernel(short_attention_mma_kernel<T, D, TPAD, SCALES>, grid, dim3(32 * warps), bytes, stream, a);
 }
 
 template <typename T, int D, int TPAD>
 int launch_mma(const ShortArgs& a, int64_t sequences, int chunks, int warps, cudaStream_t stream) {
-    if (a.row_scale != nullptr) return launch_mma_kernel<T, D, TPAD, true>(a, sequences, chunks, warps, stream);
-    return launch_mma_kernel<T, D, TPAD, false>(a, sequences, chunks, warps, stream);
+    const int source = a.norm_input != nullptr ? kInputScales : a.row_scale != nullptr ? kGivenScales : kNoScales;
+    if (source == kInputScales) return launch_mma_kernel<T, D, TPAD, kInputScales>(a, sequences, chunks, warps, stream);
+    if (source == kGivenScales) return launch_mma_kernel<T, D, TPAD, kGivenScales>(a, sequences, chunks, warps, stream);
+    return launch_mma_kernel<T, D, TPAD, kNoScales>(a, sequences, chunks, warps, stream);
 }
 
 template <typename T>
@@ -675,7 +715,8 @@ int heads_per_block(int64_t sequences, int q_heads, int kv_heads, int sms) {
 }  // namespace voxcpm
 
 extern "C" int voxcpm_short_attention(const void* qkv, const float* cos, const float* sin, int64_t table_len,
-                                      const float* row_scale, void* out, int64_t sequences, int seq_len,
+                                      const float* row_scale, const void* norm_input, int64_t hidden, float eps,
+                                      void* out, int64_t sequences, int seq_len,
                                       int q_heads, int kv_heads, int head_dim, float scale, int causal, int dtype,
                                       void* stream) {
     using namespace voxcpm;
@@ -686,6 +727,8 @@ extern "C" int voxcpm_short_attention(const void* qkv, const float* cos, const f
         return VOXCPM_ERROR_INVALID_ARGUMENT;
     if (qkv == nullptr || out == nullptr || !aligned16(qkv) || !aligned16(out) ||
         (cos != nullptr && (!aligned16(cos) || !aligned16(sin))))
+        return VOXCPM_ERROR_INVALID_ARGUMENT;
+    if (norm_input != nullptr && (row_scale != nullptr || hidden <= 0 || hidden > 16384))
         return VOXCPM_ERROR_INVALID_ARGUMENT;
     if (sequences == 0) return 0;
     int sms = 0;
@@ -699,6 +742,9 @@ extern "C" int voxcpm_short_attention(const void* qkv, const float* cos, const f
     a.cos = cos;
     a.sin = sin;
     a.row_scale = row_scale;
+    a.norm_input = norm_input;
+    a.hidden = static_cast<int>(hidden);
+    a.eps = eps;
     a.out = out;
     a.seq_len = seq_len;
     a.q_heads = q_heads;
@@ -715,6 +761,7 @@ extern "C" int voxcpm_short_attention(const void* qkv, const float* cos, const f
     auto s = static_cast<cudaStream_t>(stream);
     return dispatch_dtype(dtype, [&](auto tag) {
         using T = decltype(tag);
+        a.norm_vectors = norm_input != nullptr && row_vectors<T>(norm_input, hidden);
         if constexpr (!std::is_same_v<T, float>) {
             if (major >= 8) return launch_mma_for_shape<T>(a, sequences, head_dim, chunks, warps, s);
         }

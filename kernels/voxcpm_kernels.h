@@ -21,7 +21,7 @@ extern "C" {
 #define VOXCPM_API __attribute__((visibility("default")))
 
 /* Bumped whenever a signature below changes; the Python loader refuses a mismatched library. */
-#define VOXCPM_KERNELS_ABI_VERSION 7
+#define VOXCPM_KERNELS_ABI_VERSION 8
 
 enum voxcpm_dtype { VOXCPM_FLOAT32 = 0, VOXCPM_FLOAT16 = 1, VOXCPM_BFLOAT16 = 2 };
 
@@ -113,6 +113,11 @@ VOXCPM_API int voxcpm_decode_attention(const void* q, const void* k_cache, const
  *   row_scale: fp32 [sequences * seq_len], or NULL: token r's q, k and v rows are multiplied by
  *     row_scale[r] (in fp32, before the rotation) — the RMSNorm statistic of a qkv GEMM that read
  *     un-normed rows (voxcpm_row_scale).
+ *   norm_input: [sequences * seq_len, hidden] contiguous, of dtype, or NULL: instead of row_scale
+ *     (which must then be NULL), the kernel computes that statistic itself from the rows the qkv
+ *     GEMM read, 1 / sqrt(mean(x^2) + eps), bit for bit voxcpm_row_scale's. It reads them before
+ *     waiting for the kernel launched just before it (programmatic dependent launch): they may feed
+ *     that kernel (the qkv GEMM) but must not come from it. 1 <= hidden <= 16384.
  *   out: [sequences * seq_len, q_heads * head_dim] contiguous:
  *     softmax(q k^T * scale) v over all keys of the sequence (keys <= the query's position when
  *     causal != 0); logits and softmax in fp32. The weighted sum takes the fp32 probabilities
@@ -121,8 +126,8 @@ VOXCPM_API int voxcpm_decode_attention(const void* q, const void* k_cache, const
  * 1 <= seq_len <= 32; head_dim in {64, 128}; qkv, out (and cos, sin) 16-byte aligned.
  */
 VOXCPM_API int voxcpm_short_attention(const void* qkv, const float* cos, const float* sin,
-                                      int64_t table_len, const float* row_scale, void* out,
-                                      int64_t sequences, int seq_len,
+                                      int64_t table_len, const float* row_scale, const void* norm_input,
+                                      int64_t hidden, float eps, void* out, int64_t sequences, int seq_len,
                                       int q_heads, int kv_heads, int head_dim, float scale,
                                       int causal, int dtype, void* stream);
 

@@ -59,6 +59,10 @@ def test_short_attention_with_folded_qkv_equals_attention_of_normed_rows():
     folded = ops.short_attention(F.linear(x, w * norm), length, heads, kv_heads, cos, sin,
                                  row_scale=ops.row_scale(x, EPS))
     torch.testing.assert_close(folded, expected, rtol=1e-5, atol=1e-5)
+    # The statistic computed by the op from the norm's input rows: the same numbers.
+    computed = ops.short_attention(F.linear(x, w * norm), length, heads, kv_heads, cos, sin, norm_input=x,
+                                   norm_eps=EPS)
+    assert torch.equal(computed, folded)
 
 
 def test_short_attention_rejects_a_row_scale_of_the_wrong_shape():
@@ -67,6 +71,17 @@ def test_short_attention_rejects_a_row_scale_of_the_wrong_shape():
         ops.short_attention(qkv, 11, 4, 2, row_scale=torch.ones(11))
     with pytest.raises(ValueError, match="row_scale"):
         ops.short_attention(qkv, 11, 4, 2, row_scale=torch.ones(22, dtype=torch.float64))
+
+
+@pytest.mark.parametrize(("kwargs", "message"), [
+    ({"norm_input": torch.ones(22, 48), "row_scale": torch.ones(22)}, "row_scale or norm_input, not both"),
+    ({"norm_input": torch.ones(11, 48)}, r"norm_input must be contiguous torch.float32 \[22, hidden"),
+    ({"norm_input": torch.ones(22, 48, dtype=torch.float64)}, "norm_input must be contiguous torch.float32"),
+    ({"norm_input": torch.ones(48, 22).t()}, "norm_input must be contiguous"),
+])
+def test_short_attention_rejects_a_bad_norm_input(kwargs, message):
+    with pytest.raises(ValueError, match=message):
+        ops.short_attention(torch.randn(22, 8 * 16), 11, 4, 2, **kwargs)
 
 
 def test_the_gate_up_kernel_rejects_a_row_scale_of_the_wrong_shape():
@@ -109,7 +124,13 @@ def low_threshold(monkeypatch):
 
 
 @torch.no_grad()
-def test_the_folded_locdit_stack_is_as_close_to_float32_as_the_normed_one(low_threshold, monkeypatch):
+@pytest.mark.parametrize(("statistic_max_rows", "per_layer"), [
+    (8 * 11, ["computed", "row_scale"]),  # short_attention computes the input norm's statistic
+    (8 * 11 - 1, ["row_scale", "given", "row_scale"]),  # above the limit: row_scale before the qkv GEMM
+])
+def test_the_folded_locdit_stack_is_as_close_to_float32_as_the_normed_one(low_threshold, monkeypatch,
+                                                                          statistic_max_rows, per_layer):
+    monkeypatch.setattr(minicpm, "ATTENTION_STATISTIC_MAX_ROWS", statistic_max_rows)
     stack = _dit_model(torch.float32).feat_decoder.estimator.decoder
     x = torch.randn(8, 11, stack.config.hidden_size, generator=torch.Generator().manual_seed(6)) * 2
     exact, _ = stack(x, causal=False, rows=slice(7, None))
@@ -119,9 +140,17 @@ def test_the_folded_locdit_stack_is_as_close_to_float32_as_the_normed_one(low_th
     normed, _ = stack(x.to(torch.bfloat16), causal=False, rows=slice(7, None))
     assert enable_folded_norms(model, True, need_kernel=False) > 0
     calls = []
-    monkeypatch.setattr(ops, "row_scale", lambda *args: calls.append(1) or ops.row_scale_ref(*args))
+    monkeypatch.setattr(ops, "row_scale", lambda *args: calls.append("row_scale") or ops.row_scale_ref(*args))
+    attention = ops.short_attention
+
+    def short_attention(*args, **kwargs):
+        calls.append("computed" if kwargs.get("norm_input") is not None
+                     else "given" if kwargs.get("row_scale") is not None else "unscaled")
+        return attention(*args, **kwargs)
+
+    monkeypatch.setattr(ops, "short_attention", short_attention)
     folded, _ = stack(x.to(torch.bfloat16), causal=False, rows=slice(7, None))
-    assert len(calls) == 2 * len(stack.layers)  # the folded path ran: two statistics per layer
+    assert calls == per_layer * len(stack.layers)  # the folded path ran, its attention statistic as asked
     assert folded.shape == normed.shape == exact.shape
     scale = exact.abs().max().item()
     normed_error = (normed.float() - exact).abs().max().item()

@@ -87,8 +87,11 @@ def test_custom_op_schema_and_fake_implementation():
     cos, sin, d = longrope_tables(5)
     qkv = torch.randn(2 * 5, 8 * d, generator=gen(40))
     scale = torch.rand(2 * 5, generator=gen(41)) + 0.5
-    for args in ((qkv, 5, 4, 2, cos, sin, 0.25, False, None), (qkv, 5, 6, 1, None, None, 0.25, True, None),
-                 (qkv, 5, 4, 2, cos, sin, 0.25, False, scale)):
+    x = torch.randn(2 * 5, 48, generator=gen(42))
+    for args in ((qkv, 5, 4, 2, cos, sin, 0.25, False, None, None, 1e-6),
+                 (qkv, 5, 6, 1, None, None, 0.25, True, None, None, 1e-6),
+                 (qkv, 5, 4, 2, cos, sin, 0.25, False, scale, None, 1e-6),
+                 (qkv, 5, 4, 2, cos, sin, 0.25, False, None, x, 1e-5)):
         torch.library.opcheck(torch.ops.voxcpm.short_attention, args,
                               test_utils=("test_schema", "test_autograd_registration", "test_faketensor"))
 

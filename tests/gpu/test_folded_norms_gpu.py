@@ -1,5 +1,6 @@
 """RMSNorm weights folded into the next GEMM (fast_path.enable_folded_norms) on the GPU: the row_scale
-kernel, short_attention's and the Hopper gate_up kernel's row scale against their references, the
+kernel, short_attention's and the Hopper gate_up kernel's row scale against their references (and
+short_attention's own statistic bit for bit against the row_scale kernel's), the
 in-place cuBLASLt add, and a VoxCPM2-shaped LocDiT stack of 1408 rows (64 streams) with the fold
 against its float32 twin, eagerly and replayed in a CUDA graph.
 
@@ -61,6 +62,44 @@ def test_short_attention_row_scale_matches_reference(dtype, rope, sequences, seq
     # The scale changes the result (a kernel ignoring it would fail here).
     assert not torch.allclose(out.float(), ops.short_attention(qkv, seq_len, q_heads, kv_heads, cos, sin).float(),
                               atol=0.1, rtol=0.1)
+
+
+@pytest.mark.parametrize("dtype", (torch.bfloat16, torch.float16, torch.float32))
+@pytest.mark.parametrize(("sequences", "seq_len", "hidden"),
+                         ((1, 11, 1024), (128, 11, 1024), (37, 5, 1001), (3, 32, 64)))
+def test_short_attention_computes_the_row_scale_as_the_row_scale_kernel(dtype, sequences, seq_len, hidden):
+    # Bit for bit: the kernel sums each row in row_scale's order (hidden 1001: its element-wise order).
+    q_heads, kv_heads, head_dim = 16, 2, 128
+    qkv = make_qkv(sequences, seq_len, q_heads, kv_heads, head_dim, dtype, seed=sequences + hidden)
+    cos, sin = longrope_like_tables(seq_len, head_dim)
+    x = randn(sequences * seq_len, hidden, dtype=dtype, seed=hidden, scale=3.0)
+    given = ops.short_attention(qkv, seq_len, q_heads, kv_heads, cos, sin, row_scale=ops.row_scale(x, 1e-5))
+    computed = ops.short_attention(qkv, seq_len, q_heads, kv_heads, cos, sin, norm_input=x, norm_eps=1e-5)
+    assert torch.equal(computed, given)
+
+
+def test_short_attention_row_scale_from_the_gemms_input_in_a_cuda_graph():
+    # As the folded layer runs it: the qkv GEMM reads x, short_attention (launched as its programmatic
+    # dependent) reads x again for the statistic, replayed with new rows in the static input.
+    sequences, seq_len, q_heads, kv_heads, head_dim, hidden = 128, 11, 16, 2, 128, 1024
+    weight = randn((q_heads + 2 * kv_heads) * head_dim, hidden, dtype=torch.bfloat16, seed=3, scale=0.03)
+    cos, sin = longrope_like_tables(seq_len, head_dim)
+    x = randn(sequences * seq_len, hidden, dtype=torch.bfloat16, seed=4)
+
+    def layer() -> torch.Tensor:
+        qkv = ops.linear(x, weight)
+        return ops.short_attention(qkv, seq_len, q_heads, kv_heads, cos, sin, norm_input=x, norm_eps=1e-6)
+
+    layer()
+    graph = torch.cuda.CUDAGraph()
+    with torch.cuda.graph(graph):
+        out = layer()
+    for seed in (5, 6):
+        x.copy_(randn(sequences * seq_len, hidden, dtype=torch.bfloat16, seed=seed, scale=seed - 3.0))
+        graph.replay()
+        expected = ops.short_attention(ops.linear(x, weight), seq_len, q_heads, kv_heads, cos, sin,
+                                       row_scale=ops.row_scale(x, 1e-6))
+        assert torch.equal(out, expected)
 
 
 @pytest.mark.skipif(not _on_hopper(), reason="needs an sm_90 GPU")

@@ -206,23 +206,32 @@ class Attention(nn.Module):
         qkv = ops.normed_linear(x.view(batch * length, hidden), self.qkv_weight, norm.weight, norm.eps)
         return self._attend_and_add_(qkv, batch, length, tables, residual, scale, rows)
 
-    def folded_short_attention(self, x: torch.Tensor, row_scale: torch.Tensor, tables: ShortAttentionOp,
-                               residual: torch.Tensor, scale: float, rows: slice | None) -> torch.Tensor:
+    def folded_short_attention(self, x: torch.Tensor, norm_eps: float, row_scale: torch.Tensor | None,
+                               tables: ShortAttentionOp, residual: torch.Tensor, scale: float,
+                               rows: slice | None) -> torch.Tensor:
         """normed_short_attention for many rows with the norm's weight folded into folded_qkv: the
-        GEMM reads x itself and short_attention applies the norm's row statistic (row_scale, [B, T])
-        as it loads q, k and v; the add runs in o_proj's epilogue where cuBLASLt has an algorithm
-        for it."""
+        GEMM reads x itself and short_attention applies the norm's row statistic as it loads q, k
+        and v: row_scale ([B, T], ops.row_scale's) when given, else computed from x; the add runs in
+        o_proj's epilogue where cuBLASLt has an algorithm for it."""
         batch, length, hidden = x.shape
-        qkv = ops.linear(x.view(batch * length, hidden), self.folded_qkv)
-        return self._attend_and_add_(qkv, batch, length, tables, residual, scale, rows, row_scale.view(batch * length))
+        flat = x.view(batch * length, hidden)
+        qkv = ops.linear(flat, self.folded_qkv)
+        if row_scale is not None:
+            return self._attend_and_add_(qkv, batch, length, tables, residual, scale, rows,
+                                         row_scale=row_scale.view(batch * length))
+        return self._attend_and_add_(qkv, batch, length, tables, residual, scale, rows, norm=(flat, norm_eps))
 
     def _attend_and_add_(self, qkv: torch.Tensor, batch: int, length: int, tables: ShortAttentionOp,
                          residual: torch.Tensor, scale: float, rows: slice | None,
-                         row_scale: torch.Tensor | None = None) -> torch.Tensor:
+                         row_scale: torch.Tensor | None = None,
+                         norm: tuple[torch.Tensor, float] | None = None) -> torch.Tensor:
         """residual += scale * o_proj(short_attention(qkv)) for the query positions `rows` (all when
-        None), the add inside o_proj's GEMM; the tail of normed_ and folded_short_attention."""
+        None), the add inside o_proj's GEMM; the tail of normed_ and folded_short_attention. A folded
+        norm's statistic, which short_attention applies: `row_scale`, or computed from `norm` (the
+        norm's input rows and eps)."""
+        norm_input, norm_eps = norm if norm is not None else (None, 1e-6)
         out = ops.short_attention(qkv, length, self.num_heads, self.num_kv_heads, tables.cos, tables.sin,
-                                  row_scale=row_scale)
+                                  row_scale=row_scale, norm_input=norm_input, norm_eps=norm_eps)
         out = out.view(batch, length, self.num_heads * self.head_dim)
         return ops.linear_residual_(out if rows is None else out[:, rows].contiguous(), self.o_proj.weight, residual,
                                     scale)

@@ -148,9 +148,10 @@ def enable_folded_norms(model: torch.nn.Module, enabled: bool, need_kernel: bool
     the input norm's weight, and its interleaved gate_up weight times the post-attention norm's.
     rmsnorm(x) * w @ W^T is (x @ (W diag(w))^T) * rsqrt(mean(x^2) + eps) per row, so with them a
     stack call of >= minicpm.FOLDED_NORMS_MIN_ROWS rows reads the residual stream in its qkv and
-    gate_up GEMMs, the norms shrink to a [rows] statistic (ops.row_scale) that short_attention and
-    the gate_up epilogue apply, and the residual adds move into o_proj's and down's GEMMs: the step
-    3.0-3.3% faster at 64-512 streams (perf/RESULTS.md run 62). Only where the Hopper gate_up kernel
+    gate_up GEMMs, the norms shrink to a [rows] statistic that short_attention and the gate_up
+    epilogue apply (short_attention computes its own up to minicpm.ATTENTION_STATISTIC_MAX_ROWS
+    rows), and the residual adds move into o_proj's and down's GEMMs: the step 3.0-3.3% faster at
+    64-512 streams (perf/RESULTS.md run 62). Only where the Hopper gate_up kernel
     runs, which has the row scale in its epilogue (need_kernel=False: anywhere, for the CPU tests,
     where every op runs its reference). Returns the bytes the copies hold. Call after
     enable_custom_ops, on the final device."""

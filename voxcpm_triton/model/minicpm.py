@@ -9,6 +9,8 @@ and RoPE rotation in float32, then back to the weights' dtype.
 
 from __future__ import annotations
 
+import os
+
 import torch
 import torch.nn as nn
 
@@ -24,6 +26,21 @@ from voxcpm_triton.ops.short_attention import MAX_SEQ_LEN as SHORT_ATTENTION_MAX
 # Rows (sequences x tokens) from which a stack with folded norm weights (fast_path.enable_folded_norms)
 # runs them: measured from 1408 rows (64 LocDiT streams) up, perf/RESULTS.md run 62.
 FOLDED_NORMS_MIN_ROWS = 1024
+
+
+def _attention_statistic_max_rows() -> int:
+    value = os.environ.get("VOXCPM_ATTENTION_STATISTIC_MAX_ROWS", "2048")
+    if not value.isdigit():
+        raise ValueError(f"VOXCPM_ATTENTION_STATISTIC_MAX_ROWS must be an integer >= 0, got {value!r}")
+    return int(value)
+
+
+# Rows up to which a folded layer's short_attention computes the input norm's statistic itself from
+# the rows the qkv GEMM read, so that no row_scale kernel runs in front of that GEMM. On the H200
+# the step was 2.1% faster at 1408 rows (64 LocDiT streams) and 0.3% / 2.2% slower at 2816 / 5632
+# (the 128 and 256 buckets), where the blocks' extra reads no longer hide behind the GEMM's tail
+# (perf/RESULTS.md run 81). The environment variable overrides it for A/B timing.
+ATTENTION_STATISTIC_MAX_ROWS = _attention_statistic_max_rows()
 
 
 class DecoderLayer(nn.Module):
@@ -81,10 +98,12 @@ class DecoderLayer(nn.Module):
     def folded_forward(self, x: torch.Tensor, tables: ShortAttentionOp, rows: slice | None = None) -> torch.Tensor:
         """normed_forward for many rows with both norm weights folded into the qkv and gate_up weights
         (fast_path.enable_folded_norms): no normed rows are written, only each norm's [rows] float32
-        statistic (ops.row_scale), which the consumers of the two GEMMs apply."""
+        statistic, which the consumers of the two GEMMs apply; up to ATTENTION_STATISTIC_MAX_ROWS rows
+        short_attention computes the input norm's itself."""
         residual = x if rows is None else x[:, rows].contiguous()
-        row_scale = ops.row_scale(x, self.input_layernorm.eps)
-        self.self_attn.folded_short_attention(x, row_scale, tables, residual, self.residual_scale, rows)
+        eps = self.input_layernorm.eps
+        row_scale = None if x.shape[0] * x.shape[1] <= ATTENTION_STATISTIC_MAX_ROWS else ops.row_scale(x, eps)
+        self.self_attn.folded_short_attention(x, eps, row_scale, tables, residual, self.residual_scale, rows)
         return self.mlp.add_folded_(residual, self.post_attention_layernorm, self.residual_scale)
 
     def normed_decode(self, x: torch.Tensor, rope_tables: tuple[torch.Tensor, torch.Tensor] | None,

@@ -8,7 +8,9 @@ the element type as `apply_rope` rounds them; logits, softmax and the weighted s
 
 `row_scale` serves layers whose RMSNorm weight is folded into the qkv weight
 (fast_path.enable_folded_norms): the GEMM then read un-normed rows, and token t's q, k and v still
-need the row's statistic (ops.row_scale), which the op applies as it loads them.
+need the row's statistic (ops.row_scale), which the op applies as it loads them. Given the
+norm's input rows instead (`norm_input`), the op computes that statistic itself, and the separate
+row_scale kernel between the GEMM and this one goes away.
 """
 
 from __future__ import annotations
@@ -19,7 +21,7 @@ import torch
 
 from voxcpm_triton.ops import library as lib
 from voxcpm_triton.ops.rope_kv_write import rotate_ref
-from voxcpm_triton.ops.row_scale import check_row_scale
+from voxcpm_triton.ops.row_scale import check_row_scale, row_scale_ref
 
 MAX_SEQ_LEN = 32  # the kernel holds a sequence's keys in one warp's lanes
 KERNEL_HEAD_DIMS = (64, 128)
@@ -28,7 +30,10 @@ KERNEL_HEAD_DIMS = (64, 128)
 def short_attention_ref(qkv: torch.Tensor, seq_len: int, q_heads: int, kv_heads: int,
                         cos: torch.Tensor | None = None, sin: torch.Tensor | None = None,
                         scale: float | None = None, causal: bool = False,
-                        row_scale: torch.Tensor | None = None) -> torch.Tensor:
+                        row_scale: torch.Tensor | None = None, norm_input: torch.Tensor | None = None,
+                        norm_eps: float = 1e-6) -> torch.Tensor:
+    if norm_input is not None:
+        row_scale = row_scale_ref(norm_input, norm_eps)
     tokens, width = qkv.shape
     head_dim = width // (q_heads + 2 * kv_heads)
     scale = 1.0 / math.sqrt(head_dim) if scale is None else scale
@@ -58,12 +63,13 @@ def short_attention_ref(qkv: torch.Tensor, seq_len: int, q_heads: int, kv_heads:
 @torch.library.custom_op(
     "voxcpm::short_attention", mutates_args=(),
     schema="(Tensor qkv, int seq_len, int q_heads, int kv_heads, Tensor? cos, Tensor? sin, float scale, "
-           "bool causal, Tensor? row_scale) -> Tensor")
+           "bool causal, Tensor? row_scale, Tensor? norm_input, float norm_eps) -> Tensor")
 def _short_attention_op(qkv: torch.Tensor, seq_len: int, q_heads: int, kv_heads: int, cos: torch.Tensor | None,
-                        sin: torch.Tensor | None, scale: float, causal: bool,
-                        row_scale: torch.Tensor | None) -> torch.Tensor:
+                        sin: torch.Tensor | None, scale: float, causal: bool, row_scale: torch.Tensor | None,
+                        norm_input: torch.Tensor | None, norm_eps: float) -> torch.Tensor:
     if not lib.kernel_ready(qkv):
-        return short_attention_ref(qkv, seq_len, q_heads, kv_heads, cos, sin, scale, causal, row_scale)
+        return short_attention_ref(qkv, seq_len, q_heads, kv_heads, cos, sin, scale, causal, row_scale, norm_input,
+                                   norm_eps)
     # Here rather than in the wrapper: torch.compile traces the wrapper with tensors that have no address.
     for name, t in (("qkv", qkv), ("cos", cos), ("sin", sin)):
         lib.require(t is None or t.data_ptr() % 16 == 0, f"{name} must start on a 16-byte boundary")
@@ -73,7 +79,7 @@ def _short_attention_op(qkv: torch.Tensor, seq_len: int, q_heads: int, kv_heads:
     with lib.device_of(qkv):
         error = lib.library().voxcpm_short_attention(
             lib.ptr(qkv), lib.ptr(cos), lib.ptr(sin), 0 if cos is None else cos.shape[0], lib.ptr(row_scale),
-            lib.ptr(out),
+            lib.ptr(norm_input), 0 if norm_input is None else norm_input.shape[1], norm_eps, lib.ptr(out),
             tokens // seq_len, seq_len, q_heads, kv_heads, head_dim, scale, int(causal), lib.dtype_code(qkv),
             lib.stream_of(qkv))
     lib.check(error, "short_attention")
@@ -81,7 +87,7 @@ def _short_attention_op(qkv: torch.Tensor, seq_len: int, q_heads: int, kv_heads:
 
 
 @_short_attention_op.register_fake
-def _(qkv, seq_len, q_heads, kv_heads, cos, sin, scale, causal, row_scale) -> torch.Tensor:
+def _(qkv, seq_len, q_heads, kv_heads, cos, sin, scale, causal, row_scale, norm_input, norm_eps) -> torch.Tensor:
     head_dim = qkv.shape[1] // (q_heads + 2 * kv_heads)
     return qkv.new_empty((qkv.shape[0], q_heads * head_dim))
 
@@ -89,13 +95,18 @@ def _(qkv, seq_len, q_heads, kv_heads, cos, sin, scale, causal, row_scale) -> to
 def short_attention(qkv: torch.Tensor, seq_len: int, q_heads: int, kv_heads: int,
                     cos: torch.Tensor | None = None, sin: torch.Tensor | None = None,
                     scale: float | None = None, causal: bool = False,
-                    row_scale: torch.Tensor | None = None) -> torch.Tensor:
+                    row_scale: torch.Tensor | None = None, norm_input: torch.Tensor | None = None,
+                    norm_eps: float = 1e-6) -> torch.Tensor:
     """qkv [N * seq_len, (q_heads + 2 * kv_heads) * d] contiguous (q heads, then k, then v heads);
     cos/sin float32 [>= seq_len, d] LongRoPE tables (row t rotates token t) or None for no rotation.
     Returns softmax(q k^T * scale) v over each whole sequence (keys up to the query when causal) as
     [N * seq_len, q_heads * d]; scale defaults to 1/sqrt(d). seq_len <= 32; d in {64, 128} on the GPU.
     row_scale: float32 [N * seq_len] or None; token r's q, k and v rows are multiplied by row_scale[r]
-    first (in float32)."""
+    first (in float32).
+    norm_input: [N * seq_len, hidden] of qkv's dtype, or None: instead of row_scale, the op computes
+    it from these rows (the RMSNorm statistic 1 / sqrt(mean(x^2) + norm_eps), as ops.row_scale does,
+    bit for bit on the GPU) in the same kernel. The kernel reads them before the kernel launched just
+    before it has ended: they may be what the qkv GEMM read, never what it wrote."""
     lib.require(1 <= seq_len <= MAX_SEQ_LEN,
                 f"seq_len must be in [1, {MAX_SEQ_LEN}] (longer sequences: use scaled_dot_product_attention), "
                 f"got {seq_len}")
@@ -122,5 +133,13 @@ def short_attention(qkv: torch.Tensor, seq_len: int, q_heads: int, kv_heads: int
                     f"at most 65535 q_heads and 2**31 - 1 sequences, got {q_heads} and {tokens // seq_len}")
     if row_scale is not None:
         check_row_scale(row_scale, tokens, qkv.device)
+    if norm_input is not None:
+        lib.require(row_scale is None, "give row_scale or norm_input, not both")
+        lib.require(norm_input.dim() == 2 and norm_input.shape[0] == tokens and 1 <= norm_input.shape[1] <= 16384
+                    and norm_input.dtype == qkv.dtype and norm_input.device == qkv.device
+                    and norm_input.is_contiguous(),
+                    f"norm_input must be contiguous {qkv.dtype} [{tokens}, hidden <= 16384] on {qkv.device}, got "
+                    f"{tuple(norm_input.shape)} {norm_input.dtype} on {norm_input.device}")
     scale = 1.0 / math.sqrt(head_dim) if scale is None else float(scale)
-    return torch.ops.voxcpm.short_attention(qkv, seq_len, q_heads, kv_heads, cos, sin, scale, bool(causal), row_scale)
+    return torch.ops.voxcpm.short_attention(qkv, seq_len, q_heads, kv_heads, cos, sin, scale, bool(causal), row_scale,
+                                            norm_input, float(norm_eps))

@@ -1,0 +1,36 @@
+// The RMSNorm row statistic, 1 / sqrt(mean(x^2) + eps), summed by one warp in one fixed order: the
+// kernels that compute it (row_scale, short_attention from the norm's input) produce the same bits
+// for the same row, so a layer's numbers do not depend on which of them ran.
+#pragma once
+
+#include "common.cuh"
+
+namespace voxcpm {
+
+// The warp's sum of squares over one row of `hidden` elements (every lane gets it): lane l adds
+// elements l * VEC .. l * VEC + VEC - 1, then every 32 * VEC further, then the warp's butterfly.
+template <typename T, int VEC>
+__device__ __forceinline__ float row_sum_squares(const T* __restrict__ row, int hidden, int lane) {
+    float sum_sq = 0.f;
+    for (int i = lane * VEC; i < hidden; i += 32 * VEC) {
+        float v[VEC];
+        load_vec<T, VEC>(row + i, v);
+#pragma unroll
+        for (int e = 0; e < VEC; ++e) sum_sq += v[e] * v[e];
+    }
+    return warp_sum(sum_sq);
+}
+
+// 1/sqrt rather than rsqrtf: correctly rounded, like add_rmsnorm and the reference on the CPU.
+__device__ __forceinline__ float rms_scale(float sum_sq, int hidden, float eps) {
+    return 1.f / sqrtf(sum_sq / static_cast<float>(hidden) + eps);
+}
+
+// Whether a row of `hidden` elements at `x` is read in 16-byte vectors (VEC = 16 / sizeof(T)), the
+// choice every caller makes the same way so that the summation order matches.
+template <typename T>
+__host__ inline bool row_vectors(const void* x, int64_t hidden) {
+    return hidden % (16 / sizeof(T)) == 0 && aligned16(x);
+}
+
+}  // namespace voxcpm
