@@ -9,11 +9,11 @@ set -u
 source perf/device_call_env.sh
 R=$OUT/r85; mkdir -p $R
 export VOXCPM_LT_CACHE=/tmp/r85_lt.json
-timeout 330 $P -m pytest -q -p no:cacheprovider -m gpu tests/gpu/test_ops_parity.py tests/gpu/test_ops_cuda_graph.py \
+timeout 220 $P -m pytest -q -p no:cacheprovider -m gpu tests/gpu/test_ops_parity.py tests/gpu/test_ops_cuda_graph.py \
   tests/gpu/test_ops_edge_inputs_gpu.py tests/gpu/test_folded_norms_gpu.py tests/gpu/test_short_attention_gpu.py \
   tests/gpu/test_graph_runner.py tests/gpu/test_engine_gpu.py > $R/tests.log 2>&1; rc=$?; at tests $rc
 tail -1 $R/tests.log; grep -m8 "^FAILED\|^ERROR" $R/tests.log
 [ $rc = 124 ] && exit 1
-l=$(left 560); [ $l -gt 60 ] && timeout $l $P perf/profile_step.py --out $R/step --batches 1,64,256 --modes graph_ops \
+l=$(left 400); [ $l -gt 60 ] && timeout $l $P perf/profile_step.py --out $R/step --batches 1,64,256 --modes graph_ops \
   --profile-batches 64 --budget-s $((l - 15)) > $R/step.log 2>&1; at step $?
 cat $R/step/profile_step.md 2>/dev/null || tail -20 $R/step.log
