@@ -219,17 +219,17 @@ class Attention(nn.Module):
         if row_scale is not None:
             return self._attend_and_add_(qkv, batch, length, tables, residual, scale, rows,
                                          row_scale=row_scale.view(batch * length))
-        return self._attend_and_add_(qkv, batch, length, tables, residual, scale, rows, norm=(flat, norm_eps))
+        return self._attend_and_add_(qkv, batch, length, tables, residual, scale, rows, norm_input=flat,
+                                     norm_eps=norm_eps)
 
     def _attend_and_add_(self, qkv: torch.Tensor, batch: int, length: int, tables: ShortAttentionOp,
                          residual: torch.Tensor, scale: float, rows: slice | None,
-                         row_scale: torch.Tensor | None = None,
-                         norm: tuple[torch.Tensor, float] | None = None) -> torch.Tensor:
+                         row_scale: torch.Tensor | None = None, norm_input: torch.Tensor | None = None,
+                         norm_eps: float = 1e-6) -> torch.Tensor:
         """residual += scale * o_proj(short_attention(qkv)) for the query positions `rows` (all when
         None), the add inside o_proj's GEMM; the tail of normed_ and folded_short_attention. A folded
-        norm's statistic, which short_attention applies: `row_scale`, or computed from `norm` (the
-        norm's input rows and eps)."""
-        norm_input, norm_eps = norm if norm is not None else (None, 1e-6)
+        norm's statistic, which short_attention applies: `row_scale`, or computed from `norm_input`
+        (the norm's input rows) as ops.short_attention takes them."""
         out = ops.short_attention(qkv, length, self.num_heads, self.num_kv_heads, tables.cos, tables.sin,
                                   row_scale=row_scale, norm_input=norm_input, norm_eps=norm_eps)
         out = out.view(batch, length, self.num_heads * self.head_dim)
