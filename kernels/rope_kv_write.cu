@@ -1,6 +1,9 @@
 // Rotary embedding of q and k fused with the KV-cache write: one block per token rotates all its
-// q heads, writes rotated k and plain v into the token's slot at the token's position.
+// q heads, writes rotated k and plain v into the token's slot at the token's position. With
+// norm_input (an LM layer whose input RMSNorm weight is folded into its qkv weight) the block first
+// computes its token's norm statistic from the norm's input row and scales q, k and v by it.
 #include "common.cuh"
+#include "row_statistic.cuh"
 
 namespace voxcpm {
 namespace {
@@ -25,16 +28,26 @@ struct RopeArgs {
     int64_t cache_slot_stride, cache_head_stride, cache_pos_stride;
     int64_t num_slots, max_len;
     int q_heads, kv_heads, head_dim;
+    const void* norm_input;  // [tokens, hidden] contiguous, or NULL: no scaling
+    int hidden;
+    int norm_vectors;  // norm_input's rows are read in 16-byte vectors
+    float eps;
 };
 
-// Rotate-half rotation of VEC pairs (x1[e], x2[e]) at dims (d + e, d + e + half). Each product is
-// rounded on its own (no fused multiply-add) to match the reference's fp32 expression bit for bit.
+// Rotate-half rotation of VEC pairs (x1[e], x2[e]) at dims (d + e, d + e + half), each first
+// multiplied by `factor` in fp32 (the row's norm statistic, or 1). Each product is rounded on its own
+// (no fused multiply-add) to match the reference's fp32 expression bit for bit.
 template <typename T, int VEC>
 __device__ __forceinline__ void rotate(const T* src, T* dst, const float* cos_row, const float* sin_row,
-                                       int d, int half) {
+                                       int d, int half, float factor) {
     float x1[VEC], x2[VEC], c1[VEC], s1[VEC], c2[VEC], s2[VEC], y1[VEC], y2[VEC];
     load_vec<T, VEC>(src + d, x1);
     load_vec<T, VEC>(src + d + half, x2);
+#pragma unroll
+    for (int e = 0; e < VEC; ++e) {
+        x1[e] *= factor;
+        x2[e] *= factor;
+    }
     if (cos_row == nullptr) {
         store_vec<T, VEC>(dst + d, x1);
         store_vec<T, VEC>(dst + d + half, x2);
@@ -56,11 +69,25 @@ __device__ __forceinline__ void rotate(const T* src, T* dst, const float* cos_ro
     store_vec<T, VEC>(dst + d + half, y2);
 }
 
+// The token's norm statistic from a.norm_input (1 without it). After pdl_wait(), unlike
+// short_attention's: below 33 rows the qkv GEMM before this kernel can be skinny_gemm, which lets its
+// dependents start before the kernel that wrote the norm's input has finished.
+template <typename T, int VEC>
+__device__ __forceinline__ float token_scale(const RopeArgs& a, int64_t token) {
+    __shared__ float scratch[32];
+    if (a.norm_input == nullptr) return 1.f;
+    const T* row = static_cast<const T*>(a.norm_input) + token * a.hidden;
+    const float sum_sq = a.norm_vectors ? block_row_sum_squares<T, VEC>(row, a.hidden, scratch)
+                                        : block_row_sum_squares<T, 1>(row, a.hidden, scratch);
+    return rms_scale(sum_sq, a.hidden, a.eps);
+}
+
 template <typename T, int VEC>
 __global__ void __launch_bounds__(kThreads) rope_kv_write_kernel(RopeArgs a) {
     pdl_launch_dependents();
     pdl_wait();
     const int64_t token = blockIdx.x;
+    const float factor = token_scale<T, 16 / sizeof(T)>(a, token);
     const int32_t pos = a.positions[token];
     const int32_t slot = a.slot_ids[token];
     const bool write_cache = slot >= 0 && slot < a.num_slots && pos >= 0 && pos < a.max_len;
@@ -76,7 +103,7 @@ __global__ void __launch_bounds__(kThreads) rope_kv_write_kernel(RopeArgs a) {
     for (int item = threadIdx.x; item < a.q_heads * pair_vectors; item += blockDim.x) {
         const int head = item / pair_vectors;
         const int d = (item - head * pair_vectors) * VEC;
-        rotate<T, VEC>(q + head * a.q_head_stride, q_out + head * a.head_dim, cos_row, sin_row, d, half);
+        rotate<T, VEC>(q + head * a.q_head_stride, q_out + head * a.head_dim, cos_row, sin_row, d, half, factor);
     }
     if (!write_cache) return;
 
@@ -85,7 +112,8 @@ __global__ void __launch_bounds__(kThreads) rope_kv_write_kernel(RopeArgs a) {
     for (int item = threadIdx.x; item < a.kv_heads * pair_vectors; item += blockDim.x) {
         const int head = item / pair_vectors;
         const int d = (item - head * pair_vectors) * VEC;
-        rotate<T, VEC>(k + head * a.k_head_stride, k_cache + head * a.cache_head_stride, cos_row, sin_row, d, half);
+        rotate<T, VEC>(k + head * a.k_head_stride, k_cache + head * a.cache_head_stride, cos_row, sin_row, d, half,
+                       factor);
     }
     const T* v = static_cast<const T*>(a.v) + token * a.v_token_stride;
     T* v_cache = static_cast<T*>(a.v_cache) + cache_base;
@@ -93,8 +121,16 @@ __global__ void __launch_bounds__(kThreads) rope_kv_write_kernel(RopeArgs a) {
     for (int item = threadIdx.x; item < a.kv_heads * vectors; item += blockDim.x) {
         const int head = item / vectors;
         const int d = (item - head * vectors) * VEC;
-        *reinterpret_cast<Vec<T, VEC>*>(v_cache + head * a.cache_head_stride + d) =
-            *reinterpret_cast<const Vec<T, VEC>*>(v + head * a.v_head_stride + d);
+        if (a.norm_input == nullptr) {
+            *reinterpret_cast<Vec<T, VEC>*>(v_cache + head * a.cache_head_stride + d) =
+                *reinterpret_cast<const Vec<T, VEC>*>(v + head * a.v_head_stride + d);
+        } else {
+            float x[VEC];
+            load_vec<T, VEC>(v + head * a.v_head_stride + d, x);
+#pragma unroll
+            for (int e = 0; e < VEC; ++e) x[e] *= factor;
+            store_vec<T, VEC>(v_cache + head * a.cache_head_stride + d, x);
+        }
     }
 }
 
@@ -120,7 +156,8 @@ extern "C" int voxcpm_rope_kv_write(const void* q, int64_t q_token_stride, int64
                                     int64_t cache_slot_stride, int64_t cache_head_stride,
                                     int64_t cache_pos_stride, int64_t num_slots, int64_t max_len,
                                     int64_t tokens, int q_heads, int kv_heads, int head_dim,
-                                    int dtype, void* stream) {
+                                    const void* norm_input, int64_t hidden, float eps, int dtype,
+                                    void* stream) {
     using namespace voxcpm;
     if (tokens < 0 || tokens > 0x7fffffff || q_heads <= 0 || kv_heads <= 0 || head_dim <= 0 ||
         head_dim % 2 != 0 || head_dim > 256 || num_slots < 0 || max_len < 0)
@@ -130,15 +167,18 @@ extern "C" int voxcpm_rope_kv_write(const void* q, int64_t q_token_stride, int64
     if (q == nullptr || k == nullptr || v == nullptr || q_out == nullptr || positions == nullptr ||
         slot_ids == nullptr || k_cache == nullptr || v_cache == nullptr)
         return VOXCPM_ERROR_INVALID_ARGUMENT;
+    if (norm_input != nullptr && (hidden < 1 || hidden > 16384 || eps <= 0.f)) return VOXCPM_ERROR_INVALID_ARGUMENT;
     if (tokens == 0) return 0;
-    const RopeArgs args{q, q_token_stride, q_head_stride, k, k_token_stride, k_head_stride, v,
-                        v_token_stride, v_head_stride, q_out, cos, sin, table_len, positions,
-                        slot_ids, k_cache, v_cache, cache_slot_stride, cache_head_stride,
-                        cache_pos_stride, num_slots, max_len, q_heads, kv_heads, head_dim};
     auto s = static_cast<cudaStream_t>(stream);
     return dispatch_dtype(dtype, [&](auto tag) {
         using T = decltype(tag);
         constexpr int kVec = 16 / sizeof(T);
+        const RopeArgs args{q, q_token_stride, q_head_stride, k, k_token_stride, k_head_stride, v,
+                            v_token_stride, v_head_stride, q_out, cos, sin, table_len, positions,
+                            slot_ids, k_cache, v_cache, cache_slot_stride, cache_head_stride,
+                            cache_pos_stride, num_slots, max_len, q_heads, kv_heads, head_dim,
+                            norm_input, static_cast<int>(hidden),
+                            norm_input != nullptr && row_vectors<T>(norm_input, hidden), eps};
         const dim3 grid(static_cast<unsigned>(tokens));
         if (vector_path_ok<T>(args, kVec)) return launch_kernel(rope_kv_write_kernel<T, kVec>, grid, dim3(kThreads), 0, s, args);
         return launch_kernel(rope_kv_write_kernel<T, 1>, grid, dim3(kThreads), 0, s, args);

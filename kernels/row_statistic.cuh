@@ -21,6 +21,23 @@ __device__ __forceinline__ float row_sum_squares(const T* __restrict__ row, int 
     return warp_sum(sum_sq);
 }
 
+// The block's sum of squares over one row (every thread gets it), for a block that needs one row's
+// statistic at once: thread i adds elements i * VEC.., then every blockDim.x * VEC further, so at
+// the LM's 2048-wide rows every 16-byte load of a 128-thread block is in flight together. Its order
+// differs from row_sum_squares' (the values agree to fp32 rounding). scratch: >= 32 floats.
+template <typename T, int VEC>
+__device__ __forceinline__ float block_row_sum_squares(const T* __restrict__ row, int hidden, float* scratch) {
+    float sum_sq = 0.f;
+#pragma unroll 4
+    for (int i = threadIdx.x * VEC; i < hidden; i += blockDim.x * VEC) {
+        float v[VEC];
+        load_vec<T, VEC>(row + i, v);
+#pragma unroll
+        for (int e = 0; e < VEC; ++e) sum_sq += v[e] * v[e];
+    }
+    return block_sum(sum_sq, scratch);
+}
+
 // 1/sqrt rather than rsqrtf: correctly rounded, like add_rmsnorm and the reference on the CPU.
 __device__ __forceinline__ float rms_scale(float sum_sq, int hidden, float eps) {
     return 1.f / sqrtf(sum_sq / static_cast<float>(hidden) + eps);

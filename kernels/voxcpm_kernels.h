@@ -21,7 +21,7 @@ extern "C" {
 #define VOXCPM_API __attribute__((visibility("default")))
 
 /* Bumped whenever a signature below changes; the Python loader refuses a mismatched library. */
-#define VOXCPM_KERNELS_ABI_VERSION 8
+#define VOXCPM_KERNELS_ABI_VERSION 9
 
 enum voxcpm_dtype { VOXCPM_FLOAT32 = 0, VOXCPM_FLOAT16 = 1, VOXCPM_BFLOAT16 = 2 };
 
@@ -65,6 +65,10 @@ VOXCPM_API int voxcpm_row_scale(const void* x, float* out, int64_t rows, int64_t
  *     written (position clamped into the table).
  *   k_cache, v_cache: [num_slots, kv_heads, max_len, head_dim] with the given strides (elements;
  *     same for both caches), the last dimension contiguous.
+ *   norm_input: [tokens, hidden] contiguous, of dtype, or NULL: token i's q, k and v are multiplied
+ *     in fp32 by 1 / sqrt(mean(norm_input[i]^2) + eps) before the rotation and the one rounding to
+ *     dtype (an RMSNorm whose weight is folded into the qkv weight, the GEMM having read the
+ *     un-normed rows). 1 <= hidden <= 16384, eps > 0.
  * head_dim even, <= 256.
  */
 VOXCPM_API int voxcpm_rope_kv_write(const void* q, int64_t q_token_stride, int64_t q_head_stride,
@@ -76,7 +80,8 @@ VOXCPM_API int voxcpm_rope_kv_write(const void* q, int64_t q_token_stride, int64
                                     int64_t cache_slot_stride, int64_t cache_head_stride,
                                     int64_t cache_pos_stride, int64_t num_slots, int64_t max_len,
                                     int64_t tokens, int q_heads, int kv_heads, int head_dim,
-                                    int dtype, void* stream);
+                                    const void* norm_input, int64_t hidden, float eps, int dtype,
+                                    void* stream);
 
 /*
  * Decode attention: one query token per stream, grouped-query heads, over the live part of a
@@ -135,9 +140,12 @@ VOXCPM_API int voxcpm_short_attention(const void* qkv, const float* cos, const f
  * SwiGLU on a fused gate_up projection output: out = silu(gate) * up, gate = gate_up[:, :inter],
  * up = gate_up[:, inter:]. silu(gate) is rounded to dtype before the product, as PyTorch does.
  *   gate_up: [rows, 2 * inter] contiguous; out: [rows, inter] contiguous.
+ *   norm_input: [rows, hidden] contiguous, of dtype, or NULL: row r's gate and up are first
+ *     multiplied in fp32 by 1 / sqrt(mean(norm_input[r]^2) + eps) and rounded to dtype (an RMSNorm
+ *     whose weight is folded into the gate_up weight). 1 <= hidden <= 16384, eps > 0, rows <= 65535.
  */
-VOXCPM_API int voxcpm_swiglu(const void* gate_up, void* out, int64_t rows, int64_t inter,
-                             int dtype, void* stream);
+VOXCPM_API int voxcpm_swiglu(const void* gate_up, const void* norm_input, int64_t hidden, float eps, void* out,
+                             int64_t rows, int64_t inter, int dtype, void* stream);
 
 /*
  * Classifier-free guidance with CFG-zero-star plus one Euler step of the flow-matching solver, per

@@ -10,8 +10,10 @@ import torch
 
 from tests.cpu.engine_harness import run_to_completion
 from tests.cpu.test_engine_batching import mixed_requests, tiny_model
+from voxcpm_triton.engine import runner as runner_module
 from voxcpm_triton.engine.engine import Engine
 from voxcpm_triton.engine.runner import ModelRunner
+from voxcpm_triton.model import fast_path, minicpm
 from voxcpm_triton.model.fast_path import enable_custom_ops
 from voxcpm_triton.model.rms_norm import RMSNorm
 from voxcpm_triton.ops import skinny_linear
@@ -60,6 +62,39 @@ def test_norms_inside_the_gemms_match_reference_path(monkeypatch, variant):
         if isinstance(module, RMSNorm):
             module.weight.data.uniform_(0.5, 1.5, generator=torch.Generator().manual_seed(module.weight.numel()))
     assert_matches_plain_engine(model, kernel_attention=True, custom_ops=True)
+
+
+@pytest.mark.parametrize("variant", ["voxcpm2", "voxcpm0.5b"])
+@pytest.mark.parametrize("part", ["lms", "encoder", "dit"])
+def test_folded_statistics_match_reference_path(monkeypatch, variant, part):
+    """The paths where the kernel after a folded GEMM computes the norm's statistic (the LMs'
+    folded_decode, which the GPU runs at 33+ streams, taken here at every batch size; LocEnc's and
+    the LocDiT's folded_plain_forward, taken here from 1 row): the same patches as the plain
+    engine, up to fp32 rounding."""
+    monkeypatch.setenv("VOXCPM_NOISE_BLOCK", "1")
+    monkeypatch.setattr(skinny_linear, "PLAIN_MAX_ROWS", 0)
+    held = []
+    lms, encoder, dit = (part == name for name in ("lms", "encoder", "dit"))
+    monkeypatch.setattr(runner_module, "enable_folded_statistics",
+                        lambda model, *_: held.append(fast_path.enable_folded_statistics(model, lms, encoder, dit)))
+    model = tiny_model(variant)
+    for module in model.modules():  # non-unit gains, so a norm applied twice or not at all shows
+        if isinstance(module, RMSNorm):
+            module.weight.data.uniform_(0.5, 1.5, generator=torch.Generator().manual_seed(module.weight.numel()))
+    calls = []
+    for name in ("folded_decode", "folded_plain_forward"):
+        original = getattr(minicpm.DecoderLayer, name)
+        monkeypatch.setattr(minicpm.DecoderLayer, name, lambda self, *args, name=name, original=original:
+                            calls.append(name) or original(self, *args))
+    try:
+        assert_matches_plain_engine(model, kernel_attention=True, custom_ops=True)
+    finally:
+        fast_path.enable_folded_statistics(model, False, False, False)
+    assert held and held[0] > 0  # the folded copies were made ...
+    assert set(calls) == ({"folded_decode"} if lms else {"folded_plain_forward"})  # ... and their path ran
+    stacks = (model.base_lm, model.feat_encoder.encoder, model.feat_decoder.estimator.decoder)
+    assert all(layer.self_attn.folded_qkv is None and layer.mlp.folded_plain_gate_up is None
+               for stack in stacks for layer in stack.layers)
 
 
 def test_padding_rows_and_batch_composition(monkeypatch):

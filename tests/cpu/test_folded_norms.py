@@ -13,7 +13,7 @@ from tests.cpu.tiny_reference import tiny_config_dict
 from voxcpm_triton import ops
 from voxcpm_triton.config import parse_config
 from voxcpm_triton.model import minicpm
-from voxcpm_triton.model.fast_path import enable_custom_ops, enable_folded_norms, enable_fp8
+from voxcpm_triton.model.fast_path import enable_custom_ops, enable_folded_norms, enable_folded_statistics, enable_fp8
 from voxcpm_triton.model.rms_norm import RMSNorm
 from voxcpm_triton.model.voxcpm import build_model
 from voxcpm_triton.ops import gate_up_sm90, lt_gemm
@@ -160,6 +160,20 @@ def test_the_folded_locdit_stack_is_as_close_to_float32_as_the_normed_one(low_th
     assert torch.equal(stack(x.to(torch.bfloat16), causal=False, rows=slice(7, None))[0], normed)
 
 
+def test_the_two_folded_locdit_paths_share_one_qkv_copy():
+    model = _dit_model(torch.bfloat16)
+    enable_custom_ops(model, True)
+    layer = model.feat_decoder.estimator.decoder.layers[0]
+    enable_folded_norms(model, True, need_kernel=False)
+    qkv = layer.self_attn.folded_qkv
+    enable_folded_statistics(model, lms=False, encoder=False, dit=True)
+    assert layer.self_attn.folded_qkv is qkv and layer.mlp.folded_plain_gate_up is not None  # made once
+    enable_folded_norms(model, False)
+    assert layer.self_attn.folded_qkv is qkv and layer.mlp.folded_gate_up is None  # the plain path reads it
+    enable_folded_statistics(model, lms=False, encoder=False, dit=False)
+    assert layer.self_attn.folded_qkv is None and layer.mlp.folded_plain_gate_up is None
+
+
 @torch.no_grad()
 def test_fewer_rows_or_fp8_copies_keep_the_normed_path(low_threshold):
     model = _dit_model(torch.bfloat16)
@@ -169,8 +183,11 @@ def test_fewer_rows_or_fp8_copies_keep_the_normed_path(low_threshold):
     hidden = stack.config.hidden_size
     assert stack._folded_norms_take(torch.zeros(8, 11, hidden, dtype=torch.bfloat16))
     assert not stack._folded_norms_take(torch.zeros(7, 11, hidden, dtype=torch.bfloat16))
+    enable_folded_statistics(model, lms=False, encoder=False, dit=True)
+    assert stack._folded_plain_takes(torch.zeros(7, 11, hidden, dtype=torch.bfloat16))
     enable_fp8(model, True, min_rows=1)
     assert not stack._folded_norms_take(torch.zeros(8, 11, hidden, dtype=torch.bfloat16))
+    assert not stack._folded_plain_takes(torch.zeros(7, 11, hidden, dtype=torch.bfloat16))
 
 
 def test_only_the_locdit_gets_folded_weights_and_not_without_the_kernel():

@@ -90,6 +90,32 @@ def test_rope_kv_write_without_tables_copies():
     assert torch.equal(k_cache[1, :, 1], k[0]) and torch.equal(v_cache[0, :, 3], v[1])
 
 
+def test_rope_kv_write_with_a_norm_input_scales_q_k_v_by_its_row_statistic():
+    g = gen(21)
+    tokens, d, hidden = 3, 8, 20
+    q, k, v = (torch.randn(tokens, h, d, generator=g, dtype=torch.float64) for h in (4, 2, 2))
+    x = torch.randn(tokens, hidden, generator=g, dtype=torch.float64) * 3
+    cos, sin = torch.randn(6, d, generator=g), torch.randn(6, d, generator=g)
+    positions, slot_ids = torch.tensor([1, 4, 2], dtype=torch.int32), torch.tensor([0, 1, 2], dtype=torch.int32)
+    caches = [torch.zeros(3, 2, 6, d, dtype=torch.float64) for _ in range(4)]
+    scaled = ops.rope_kv_write(q, k, v, caches[0], caches[1], positions, slot_ids, cos, sin, norm_input=x, norm_eps=1e-5)
+    scale = (x.pow(2).mean(-1) + 1e-5).rsqrt()[:, None, None]
+    plain = ops.rope_kv_write(q * scale, k * scale, v * scale, caches[2], caches[3], positions, slot_ids, cos, sin)
+    # The op's statistic is float32 (row_scale's), the expectation's float64.
+    torch.testing.assert_close(scaled, plain, rtol=1e-6, atol=1e-6)
+    torch.testing.assert_close(caches[0], caches[2], rtol=1e-6, atol=1e-6)
+    torch.testing.assert_close(caches[1], caches[3], rtol=1e-6, atol=1e-6)
+
+
+def test_rope_kv_write_rejects_a_bad_norm_input():
+    q, k, v = (torch.randn(2, h, 8) for h in (2, 1, 1))
+    caches = torch.zeros(2, 1, 4, 8), torch.zeros(2, 1, 4, 8)
+    index = torch.tensor([1, 0], dtype=torch.int32)
+    for bad in (torch.randn(3, 16), torch.randn(2, 16, dtype=torch.float64), torch.randn(16, 2).t()):
+        with pytest.raises(ValueError, match="norm_input must be contiguous"):
+            ops.rope_kv_write(q, k, v, *caches, index, index, norm_input=bad)
+
+
 def test_decode_attention_matches_naive_softmax_with_gqa_and_ragged_lengths():
     g = gen(4)
     batch, q_heads, kv_heads, d, slots, max_len = 3, 8, 2, 16, 4, 12
@@ -116,6 +142,17 @@ def test_swiglu_matches_formula():
     gate_up = torch.randn(3, 2 * 24, generator=gen(5))
     gate, up = gate_up.double()[:, :24], gate_up.double()[:, 24:]
     torch.testing.assert_close(ops.swiglu(gate_up).double(), gate / (1 + torch.exp(-gate)) * up, rtol=1e-6, atol=1e-6)
+
+
+def test_swiglu_with_a_norm_input_scales_gate_and_up_by_its_row_statistic():
+    g = gen(22)
+    gate_up = torch.randn(2, 3, 2 * 24, generator=g, dtype=torch.float64)
+    x = torch.randn(2, 3, 40, generator=g, dtype=torch.float64) * 2
+    scale = (x.pow(2).mean(-1, keepdim=True) + 1e-6).rsqrt()
+    torch.testing.assert_close(ops.swiglu(gate_up, norm_input=x), ops.swiglu(gate_up * scale), rtol=1e-6, atol=1e-6)
+    for bad in (torch.randn(2, 40), torch.randn(2, 3, 40, dtype=torch.float32), torch.randn(2, 40, 3).transpose(1, 2)):
+        with pytest.raises(ValueError, match="norm_input must be contiguous"):
+            ops.swiglu(gate_up, norm_input=bad)
 
 
 def test_cfg_euler_step_matches_cfg_zero_star_formula_per_stream():
@@ -158,10 +195,10 @@ def test_custom_op_schema_and_fake_implementation(name):
         "add_rmsnorm": (torch.randn(2, 32, generator=g), torch.randn(2, 32, generator=g), torch.randn(32), 1e-5, 1.0),
         "rope_kv_write": (torch.randn(2, 4, 8), torch.randn(2, 2, 8), torch.randn(2, 2, 8), torch.zeros(3, 2, 5, 8),
                           torch.zeros(3, 2, 5, 8), torch.tensor([1, 2], dtype=i32), torch.tensor([0, 2], dtype=i32),
-                          torch.randn(6, 8), torch.randn(6, 8)),
+                          torch.randn(6, 8), torch.randn(6, 8), torch.randn(2, 12), 1e-6),
         "decode_attention": (torch.randn(2, 4, 8), torch.randn(3, 2, 5, 8), torch.randn(3, 2, 5, 8),
                              torch.tensor([2, 0], dtype=i32), torch.tensor([3, 5], dtype=i32), 0.35, 1),
-        "swiglu": (torch.randn(3, 16),),
+        "swiglu": (torch.randn(3, 16), torch.randn(3, 12), 1e-6),
         "cfg_euler_step": (torch.randn(2, 8, 4), torch.randn(2, 8, 4), torch.randn(2, 8, 4), torch.tensor([2.0, 1.5]),
                            torch.tensor([0.1, 0.2])),
         "fsq": (torch.randn(2, 16), 9.0),

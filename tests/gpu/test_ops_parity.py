@@ -196,7 +196,7 @@ def test_opcheck_on_cuda(name):
     i32 = dict(dtype=torch.int32, device=DEVICE)
     cases = {
         "rmsnorm": (randn(4, 2048, dtype=dtype, seed=50), randn(2048, dtype=dtype, seed=51), 1e-5),
-        "swiglu": (randn(4, 2 * 6144, dtype=dtype, seed=52),),
+        "swiglu": (randn(4, 2 * 6144, dtype=dtype, seed=52), randn(4, 2048, dtype=dtype, seed=65), 1e-6),
         "fsq": (randn(4, 512, dtype=dtype, seed=53), 9.0),
         "decode_attention": (randn(2, 16, 128, dtype=dtype, seed=54), randn(3, 2, 64, 128, dtype=dtype, seed=55),
                              randn(3, 2, 64, 128, dtype=dtype, seed=56), torch.tensor([2, 0], **i32),
@@ -204,7 +204,8 @@ def test_opcheck_on_cuda(name):
         "rope_kv_write": (randn(2, 16, 128, dtype=dtype, seed=57), randn(2, 2, 128, dtype=dtype, seed=58),
                           randn(2, 2, 128, dtype=dtype, seed=59), randn(3, 2, 64, 128, dtype=dtype, seed=60),
                           randn(3, 2, 64, 128, dtype=dtype, seed=61), torch.tensor([3, 9], **i32),
-                          torch.tensor([1, 2], **i32), *rope_tables(64, 128)),
+                          torch.tensor([1, 2], **i32), *rope_tables(64, 128), randn(2, 2048, dtype=dtype, seed=66),
+                          1e-6),
         "cfg_euler_step": (randn(3, 64, 4, dtype=dtype, seed=62), randn(3, 64, 4, dtype=dtype, seed=63),
                            randn(3, 64, 4, dtype=dtype, seed=64), torch.full((3,), 2.0, device=DEVICE),
                            torch.full((3,), 0.1, device=DEVICE)),

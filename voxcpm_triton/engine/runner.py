@@ -30,8 +30,10 @@ from voxcpm_triton.engine.prefill_graphs import MAX_ROWS, PrefillGraphs, graphab
 from voxcpm_triton.engine.scheduler import Stream
 from voxcpm_triton.engine.slots import KVCache
 from voxcpm_triton.model.fast_path import (compile_layers, compile_requested, custom_ops_requested, enable_custom_ops,
-                                           enable_folded_norms, enable_fp8, enable_sm90_gate_up, fp8_min_rows,
-                                           folded_norms_requested, fp8_requested)
+                                           enable_folded_norms, enable_folded_statistics, enable_fp8,
+                                           enable_sm90_gate_up, folded_decode_requested, folded_dit_requested,
+                                           folded_encoder_requested, folded_norms_requested, fp8_min_rows,
+                                           fp8_requested)
 from voxcpm_triton.model.attention import DecodeSlots
 from voxcpm_triton.model.voxcpm import VoxCPMModel
 from voxcpm_triton.ops import library as ops_library
@@ -95,6 +97,9 @@ class ModelRunner:
         enable_sm90_gate_up(self.model, self.custom_ops and on_cuda)
         # The FP8 mode keeps its own LocDiT path (MiniCPMModel._folded_norms_take): no folded copies then.
         enable_folded_norms(self.model, self.custom_ops and on_cuda and folded_norms_requested() and not self.fp8)
+        folded = self.custom_ops and on_cuda
+        enable_folded_statistics(self.model, folded and folded_decode_requested(),
+                                 folded and folded_encoder_requested(), folded and folded_dit_requested())
         if on_cuda and (compile_requested() if compile_layers_ is None else compile_layers_):
             compile_layers(self.model)
         if kernel_attention is None:

@@ -82,7 +82,9 @@ class Attention(nn.Module):
         # FP8 copy of the fused qkv (fast_path.enable_fp8), used at many rows. o_proj has none: its
         # FP8 GEMM, quantisation included, lost to bf16 at every LocDiT row count measured (run 9).
         self.fp8_qkv: Fp8Weight | None = None
-        # The fused qkv times the input norm's weight along k (fast_path.enable_folded_norms).
+        # The fused qkv times the input norm's weight along k: the LocDiT's many-row layers
+        # (fast_path.enable_folded_norms), and the LMs' decode and LocEnc of more rows than
+        # skinny_gemm takes (fast_path.enable_folded_statistics).
         self.folded_qkv: torch.Tensor | None = None
 
     def _out(self, x: torch.Tensor) -> torch.Tensor:
@@ -183,9 +185,10 @@ class Attention(nn.Module):
 
     def _cached_attention(self, qkv: tuple[torch.Tensor, torch.Tensor, torch.Tensor],
                           rope_tables: tuple[torch.Tensor, torch.Tensor] | None, k_cache: torch.Tensor,
-                          v_cache: torch.Tensor,
-                          index: tuple[torch.Tensor, torch.Tensor, torch.Tensor]) -> torch.Tensor:
-        """One token per stream through rope_kv_write + decode_attention -> [B, Hq * d]."""
+                          v_cache: torch.Tensor, index: tuple[torch.Tensor, torch.Tensor, torch.Tensor],
+                          norm_input: torch.Tensor | None = None, norm_eps: float = 1e-6) -> torch.Tensor:
+        """One token per stream through rope_kv_write + decode_attention -> [B, Hq * d]. `norm_input`:
+        a folded input norm's input rows, whose statistic rope_kv_write applies."""
         q, k, v = qkv  # views into one [B, (Hq + 2 Hkv) d] output are fine for the ops
         batch = q.shape[0]
         slot_ids, positions, lengths = index
@@ -193,7 +196,7 @@ class Attention(nn.Module):
         k = k.view(batch, self.num_kv_heads, self.head_dim)
         v = v.view(batch, self.num_kv_heads, self.head_dim)
         cos, sin = rope_tables if rope_tables is not None else (None, None)
-        q = ops.rope_kv_write(q, k, v, k_cache, v_cache, positions, slot_ids, cos, sin)
+        q = ops.rope_kv_write(q, k, v, k_cache, v_cache, positions, slot_ids, cos, sin, norm_input, norm_eps)
         out = ops.decode_attention(q, k_cache, v_cache, slot_ids, lengths)
         return out.reshape(batch, self.num_heads * self.head_dim)
 
@@ -243,4 +246,14 @@ class Attention(nn.Module):
         the norm inside the qkv GEMM and the add inside o_proj's."""
         qkv = self._split(ops.normed_linear(x, self.qkv_weight, norm.weight, norm.eps))
         out = self._cached_attention(qkv, rope_tables, k_cache, v_cache, index)
+        return ops.linear_residual_(out, self.o_proj.weight, x, scale)
+
+    def folded_decode(self, x: torch.Tensor, norm_eps: float, rope_tables: tuple[torch.Tensor, torch.Tensor] | None,
+                      k_cache: torch.Tensor, v_cache: torch.Tensor,
+                      index: tuple[torch.Tensor, torch.Tensor, torch.Tensor], scale: float) -> torch.Tensor:
+        """normed_decode for more rows than the few-row GEMM kernel takes, with the norm's weight
+        folded into folded_qkv: the GEMM reads x itself, rope_kv_write computes the norm's row
+        statistic from x and applies it, and the add runs in o_proj's epilogue."""
+        qkv = self._split(ops.linear(x, self.folded_qkv))
+        out = self._cached_attention(qkv, rope_tables, k_cache, v_cache, index, norm_input=x, norm_eps=norm_eps)
         return ops.linear_residual_(out, self.o_proj.weight, x, scale)

@@ -62,6 +62,18 @@ def folded_norms_requested() -> bool:
     return os.environ.get("VOXCPM_FOLDED_NORMS", "1") != "0"
 
 
+def folded_decode_requested() -> bool:
+    return os.environ.get("VOXCPM_FOLDED_DECODE", "1") != "0"
+
+
+def folded_encoder_requested() -> bool:
+    return os.environ.get("VOXCPM_FOLDED_ENCODER", "1") != "0"
+
+
+def folded_dit_requested() -> bool:
+    return os.environ.get("VOXCPM_FOLDED_DIT", "1") != "0"
+
+
 def fuse_weights(owner: torch.nn.Module, linears: list[torch.nn.Linear]) -> torch.Tensor:
     """One weight stacking the layers' weights along the output dimension; each layer's weight
     becomes a view of its rows (so state_dict and memory are unchanged). Kept on `owner`, so
@@ -143,6 +155,19 @@ def _fold(weight: torch.Tensor, norm_weight: torch.Tensor) -> torch.Tensor:
     return (weight.float() * norm_weight.float()).to(weight.dtype)
 
 
+def _sync_folded_qkv(layer: DecoderLayer) -> int:
+    """A layer's folded qkv weight exists while either folded path holds its gate_up copy (the
+    interleaved one of enable_folded_norms, the plain one of enable_folded_statistics): both paths
+    read the same one. Returns its bytes while it exists."""
+    attention, mlp = layer.self_attn, layer.mlp
+    if mlp.folded_gate_up is None and mlp.folded_plain_gate_up is None:
+        attention.folded_qkv = None
+        return 0
+    if attention.folded_qkv is None:
+        attention.folded_qkv = _fold(attention.qkv_weight, layer.input_layernorm.weight)
+    return attention.folded_qkv.nbytes
+
+
 def enable_folded_norms(model: torch.nn.Module, enabled: bool, need_kernel: bool = True) -> int:
     """Give (enabled) or take away each LocDiT layer's folded weights: its fused qkv weight times
     the input norm's weight, and its interleaved gate_up weight times the post-attention norm's.
@@ -161,10 +186,37 @@ def enable_folded_norms(model: torch.nn.Module, enabled: bool, need_kernel: bool
             attention, mlp = layer.self_attn, layer.mlp
             take = (enabled and attention.qkv_weight is not None and mlp.gate_up_weight is not None
                     and (not need_kernel or gate_up_sm90.available(mlp.gate_up_weight)))
-            attention.folded_qkv = _fold(attention.qkv_weight, layer.input_layernorm.weight) if take else None
             post_norm = layer.post_attention_layernorm.weight
             mlp.folded_gate_up = gate_up_sm90.interleave(_fold(mlp.gate_up_weight, post_norm)) if take else None
-            held += attention.folded_qkv.nbytes + mlp.folded_gate_up.nbytes if take else 0
+            qkv_bytes = _sync_folded_qkv(layer)
+            held += qkv_bytes + mlp.folded_gate_up.nbytes if take else 0
+    return held
+
+
+def enable_folded_statistics(model: torch.nn.Module, lms: bool, encoder: bool, dit: bool = False) -> int:
+    """Give or take away the folded weights of the paths where the kernel after a GEMM computes the
+    norm's row statistic itself: the fused qkv weight times the input norm's weight, and the fused
+    gate_up weight (not interleaved) times the post-attention norm's. `lms`: the LMs' layers, for a
+    decode step of more rows than skinny_gemm takes (33+ streams; rope_kv_write and swiglu compute
+    the statistics). `encoder` and `dit`: LocEnc's and the LocDiT's layers, for whole sequences of
+    33 to minicpm.ATTENTION_STATISTIC_MAX_ROWS rows where enable_folded_norms' path does not run
+    (short_attention and swiglu compute them; the LocDiT's layers share their folded qkv weight with
+    that path). Either way the residual adds move into o_proj's and down's GEMMs and neither
+    add_rmsnorm kernel of a layer runs. Returns the bytes the copies hold (VoxCPM2: ~2.2 GB for the
+    LMs, ~0.25 GB each for LocEnc and the LocDiT). Call after enable_custom_ops, on the final
+    device."""
+    stacks = [(getattr(model, "base_lm", None), lms), (getattr(model, "residual_lm", None), lms)]
+    stacks += [(getattr(getattr(model, "feat_encoder", None), "encoder", None), encoder)]
+    stacks += [(module.decoder, dit) for module in model.modules() if isinstance(module, LocalDiT)]
+    held = 0
+    for stack, enabled in stacks:
+        for layer in stack.layers if isinstance(stack, MiniCPMModel) else ():
+            attention, mlp = layer.self_attn, layer.mlp
+            take = enabled and attention.qkv_weight is not None and mlp.gate_up_weight is not None
+            mlp.folded_plain_gate_up = (_fold(mlp.gate_up_weight, layer.post_attention_layernorm.weight)
+                                        if take else None)
+            qkv_bytes = _sync_folded_qkv(layer)
+            held += qkv_bytes + mlp.folded_plain_gate_up.nbytes if take else 0
     return held
 
 

@@ -106,6 +106,28 @@ class DecoderLayer(nn.Module):
         self.self_attn.folded_short_attention(x, eps, row_scale, tables, residual, self.residual_scale, rows)
         return self.mlp.add_folded_(residual, self.post_attention_layernorm, self.residual_scale)
 
+    def folded_plain_forward(self, x: torch.Tensor, tables: ShortAttentionOp,
+                             rows: slice | None = None) -> torch.Tensor:
+        """folded_forward for fewer rows, without the Hopper gate_up kernel: the gate_up GEMM is
+        cuBLAS's and swiglu computes the post-attention norm's statistic, short_attention the input
+        norm's (fast_path.enable_folded_statistics gives the weights)."""
+        residual = x if rows is None else x[:, rows].contiguous()
+        self.self_attn.folded_short_attention(x, self.input_layernorm.eps, None, tables, residual, self.residual_scale,
+                                              rows)
+        flat = residual.view(-1, residual.shape[-1])
+        self.mlp.add_folded_plain_(flat, self.post_attention_layernorm, self.residual_scale)
+        return residual
+
+    def folded_decode(self, x: torch.Tensor, rope_tables: tuple[torch.Tensor, torch.Tensor] | None,
+                      k_cache: torch.Tensor, v_cache: torch.Tensor,
+                      index: tuple[torch.Tensor, torch.Tensor, torch.Tensor]) -> torch.Tensor:
+        """normed_decode for more rows, with both norm weights folded into the qkv and gate_up
+        weights: rope_kv_write and swiglu compute and apply the norms' statistics; x updated in
+        place and returned."""
+        self.self_attn.folded_decode(x, self.input_layernorm.eps, rope_tables, k_cache, v_cache, index,
+                                     self.residual_scale)
+        return self.mlp.add_folded_plain_(x, self.post_attention_layernorm, self.residual_scale)
+
     def normed_decode(self, x: torch.Tensor, rope_tables: tuple[torch.Tensor, torch.Tensor] | None,
                       k_cache: torch.Tensor, v_cache: torch.Tensor,
                       index: tuple[torch.Tensor, torch.Tensor, torch.Tensor]) -> torch.Tensor:
@@ -160,11 +182,13 @@ class MiniCPMModel(nn.Module):
         kv = []
         normed = isinstance(rope, ShortAttentionOp) and self._norms_in_gemms(x)
         folded = isinstance(rope, ShortAttentionOp) and self._folded_norms_take(x)
+        plain = isinstance(rope, ShortAttentionOp) and not (normed or folded) and self._folded_plain_takes(x)
         if self.fused_norms and not owned:
             x = x.contiguous().clone()  # the fused paths update the residual stream in place
-        if normed or folded:
+        if normed or folded or plain:
             for layer, layer_rows in zip(self.layers, rows_per_layer):
-                x = layer.normed_forward(x, rope, layer_rows) if normed else layer.folded_forward(x, rope, layer_rows)
+                run = layer.normed_forward if normed else layer.folded_forward if folded else layer.folded_plain_forward
+                x = run(x, rope, layer_rows)
             return ops.rmsnorm(x, self.norm.weight, self.norm.eps), [(None, None)] * len(self.layers)
         if self.fused_norms:
             h = ops.rmsnorm(x, self.layers[0].input_layernorm.weight, self.layers[0].input_layernorm.eps)
@@ -195,6 +219,25 @@ class MiniCPMModel(nn.Module):
         layer = self.layers[0]
         return (self.fused_norms and layer.self_attn.folded_qkv is not None and layer.mlp.folded_gate_up is not None
                 and layer.mlp.fp8_gate_up is None and x.shape[0] * x.shape[1] >= FOLDED_NORMS_MIN_ROWS)
+
+    def _folded_decode_takes(self) -> bool:
+        """Whether the decode layers run with their norm weights folded into their qkv and gate_up
+        GEMMs (folded_decode): custom ops on and the folded weights given (fast_path gives them to
+        the LMs on the GPU). The caller has ruled out the few-row normed path first."""
+        layer = self.layers[0]
+        return (self.fused_norms and layer.self_attn.folded_qkv is not None
+                and layer.mlp.folded_plain_gate_up is not None)
+
+    def _folded_plain_takes(self, x: torch.Tensor) -> bool:
+        """Whether whole short sequences run folded_plain_forward: the folded weights given (LocEnc's
+        or the LocDiT's, fast_path.enable_folded_statistics), no FP8 copies (the opt-in FP8 mode
+        keeps its own path), more rows than skinny_gemm takes (short_attention reads the residual
+        rows before its programmatic wait, so the qkv GEMM before it must not be a kernel that
+        releases it early, as skinny_gemm does) and at most ATTENTION_STATISTIC_MAX_ROWS. The
+        caller has ruled out the normed and folded paths."""
+        rows = x.shape[0] * x.shape[1]
+        return (self._folded_decode_takes() and self.layers[0].mlp.fp8_gate_up is None
+                and ops.skinny_linear.PLAIN_MAX_ROWS < rows <= ATTENTION_STATISTIC_MAX_ROWS)
 
     def _short_attention_fits(self, x: torch.Tensor, causal: bool) -> bool:
         """Whether the short_attention op serves this call: LocEnc / LocDiT-like bidirectional
@@ -230,11 +273,13 @@ class MiniCPMModel(nn.Module):
             cos, sin = self.rope(where.positions)
             rope = (cos[:, None, None, :], sin[:, None, None, :])
         normed = where.kernel_index is not None and self._norms_in_gemms(x)
+        folded = where.kernel_index is not None and not normed and self._folded_decode_takes()
         if self.fused_norms:
             x = x.contiguous().clone()  # the fused paths update the residual stream in place
-        if normed:
+        if normed or folded:
             for index, layer in enumerate(self.layers):
-                x = layer.normed_decode(x, rope, k_cache[index], v_cache[index], where.kernel_index)
+                run = layer.normed_decode if normed else layer.folded_decode
+                x = run(x, rope, k_cache[index], v_cache[index], where.kernel_index)
             return ops.rmsnorm(x, self.norm.weight, self.norm.eps)
         if self.fused_norms:
             h = ops.rmsnorm(x, self.layers[0].input_layernorm.weight, self.layers[0].input_layernorm.eps)

@@ -32,6 +32,10 @@ class MLP(nn.Module):
         self.gate_up_interleaved: torch.Tensor | None = None
         # The same times the post-attention norm's weight along k (fast_path.enable_folded_norms).
         self.folded_gate_up: torch.Tensor | None = None
+        # gate_up_weight (not interleaved) times the post-attention norm's weight along k, for the
+        # GEMM + swiglu(norm_input) path (fast_path.enable_folded_statistics): the LMs' decode and
+        # LocEnc of more rows than skinny_gemm takes.
+        self.folded_plain_gate_up: torch.Tensor | None = None
 
     def forward(self, x: torch.Tensor) -> torch.Tensor:
         if self.gate_up_weight is not None and fp8_takes(x, self.fp8_gate_up) and fp8_takes(x, self.fp8_down):
@@ -46,6 +50,13 @@ class MLP(nn.Module):
         """x += scale * mlp(norm(x)) in place for a few rows (custom ops): the norm inside the
         gate_up GEMM, the add inside down_proj's."""
         hidden = ops.normed_gate_up_swiglu(x, self.gate_up_weight, norm.weight, norm.eps)
+        return ops.linear_residual_(hidden, self.down_proj.weight, x, scale)
+
+    def add_folded_plain_(self, x: torch.Tensor, norm: RMSNorm, scale: float) -> torch.Tensor:
+        """add_normed_ for rows x [N, hidden] (contiguous) with the norm's weight folded into
+        folded_plain_gate_up: the GEMM reads x itself, swiglu computes the norm's row statistic
+        from x and applies it, and the add runs in down_proj's epilogue."""
+        hidden = ops.swiglu(ops.linear(x, self.folded_plain_gate_up), x, norm.eps)
         return ops.linear_residual_(hidden, self.down_proj.weight, x, scale)
 
     def add_folded_(self, x: torch.Tensor, norm: RMSNorm, scale: float) -> torch.Tensor:

@@ -16,7 +16,7 @@ from pathlib import Path
 
 import torch
 
-ABI_VERSION = 8  # must equal VOXCPM_KERNELS_ABI_VERSION in kernels/voxcpm_kernels.h
+ABI_VERSION = 9  # must equal VOXCPM_KERNELS_ABI_VERSION in kernels/voxcpm_kernels.h
 LIBRARY_NAME = "libvoxcpm_kernels.so"
 _DTYPE_CODES = {torch.float32: 0, torch.float16: 1, torch.bfloat16: 2}
 KERNEL_DTYPES = tuple(_DTYPE_CODES)
@@ -32,7 +32,7 @@ _SIGNATURES: dict[str, tuple[object, list[object]]] = {
     "voxcpm_rope_kv_write": (
         _i32,
         [_p, _i64, _i64, _p, _i64, _i64, _p, _i64, _i64, _p, _p, _p, _i64, _p, _p, _p, _p,
-         _i64, _i64, _i64, _i64, _i64, _i64, _i32, _i32, _i32, _i32, _p],
+         _i64, _i64, _i64, _i64, _i64, _i64, _i32, _i32, _i32, _p, _i64, _f32, _i32, _p],
     ),
     "voxcpm_decode_attention_workspace_bytes": (ctypes.c_size_t, [_i64, _i32, _i32, _i32]),
     "voxcpm_decode_attention": (
@@ -42,7 +42,7 @@ _SIGNATURES: dict[str, tuple[object, list[object]]] = {
     ),
     "voxcpm_short_attention": (_i32, [_p, _p, _p, _i64, _p, _p, _i64, _f32, _p, _i64, _i32, _i32, _i32, _i32, _f32,
                                       _i32, _i32, _p]),
-    "voxcpm_swiglu": (_i32, [_p, _p, _i64, _i64, _i32, _p]),
+    "voxcpm_swiglu": (_i32, [_p, _p, _i64, _f32, _p, _i64, _i64, _i32, _p]),
     "voxcpm_cfg_euler": (_i32, [_p, _p, _p, _p, _p, _i64, _i64, _i32, _p]),
     "voxcpm_fsq": (_i32, [_p, _p, _i64, _f32, _i32, _p]),
     "voxcpm_skinny_gemm_workspace_bytes": (ctypes.c_size_t, [_i64, _i64, _i64, _i32]),
