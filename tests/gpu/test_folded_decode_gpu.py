@@ -15,12 +15,11 @@ import pytest
 import torch
 
 from tests.gpu.op_checks import DEVICE, close, randn
-from tests.gpu.test_graph_runner import slim_voxcpm2
+from tests.gpu.test_normed_layers_gpu import exact_and_fast_models
 from tests.gpu.test_ops_parity import rope_tables
 from voxcpm_triton import ops
 from voxcpm_triton.model.attention import DecodeSlots
-from voxcpm_triton.model.fast_path import enable_custom_ops, enable_folded_statistics
-from voxcpm_triton.model.rms_norm import RMSNorm
+from voxcpm_triton.model.fast_path import enable_folded_statistics
 from voxcpm_triton.ops import library
 
 pytestmark = [
@@ -99,15 +98,7 @@ def test_the_ops_with_a_norm_input_replay_in_a_cuda_graph():
 
 @pytest.fixture(scope="module")
 def models() -> tuple[torch.nn.Module, torch.nn.Module]:
-    exact = slim_voxcpm2(torch.float32)
-    generator = torch.Generator(device=DEVICE).manual_seed(3)
-    for module in exact.modules():
-        if isinstance(module, RMSNorm):
-            module.weight.data.uniform_(0.5, 1.5, generator=generator)
-    fast = slim_voxcpm2(torch.bfloat16)
-    fast.load_state_dict({name: value.to(torch.bfloat16) for name, value in exact.state_dict().items()})
-    enable_custom_ops(fast, True)
-    return exact, fast
+    return exact_and_fast_models()
 
 
 def _decode(lm, x: torch.Tensor, caches: tuple[torch.Tensor, torch.Tensor], positions: torch.Tensor) -> torch.Tensor:

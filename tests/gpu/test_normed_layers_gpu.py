@@ -22,9 +22,9 @@ pytestmark = [
 ]
 
 
-@pytest.fixture(scope="module")
-def models() -> tuple[torch.nn.Module, torch.nn.Module]:
-    assert library.library() is not None, f"kernels library not loaded ({library.library_status()})"
+def exact_and_fast_models() -> tuple[torch.nn.Module, torch.nn.Module]:
+    """A float32 slim VoxCPM2 whose norm weights are drawn from [0.5, 1.5] (at their initial ones,
+    folding them into a GEMM would change nothing), and its bf16 copy with custom ops."""
     exact = slim_voxcpm2(torch.float32)
     generator = torch.Generator(device=DEVICE).manual_seed(3)
     for module in exact.modules():
@@ -34,6 +34,12 @@ def models() -> tuple[torch.nn.Module, torch.nn.Module]:
     fast.load_state_dict({name: value.to(torch.bfloat16) for name, value in exact.state_dict().items()})
     enable_custom_ops(fast, True)
     return exact, fast
+
+
+@pytest.fixture(scope="module")
+def models() -> tuple[torch.nn.Module, torch.nn.Module]:
+    assert library.library() is not None, f"kernels library not loaded ({library.library_status()})"
+    return exact_and_fast_models()
 
 
 def errors(monkeypatch, exact: MiniCPMModel, fast: MiniCPMModel, x: torch.Tensor, rows: slice | None):
