@@ -13,7 +13,8 @@ from tests.cpu.tiny_reference import tiny_config_dict
 from voxcpm_triton import ops
 from voxcpm_triton.config import parse_config
 from voxcpm_triton.model import minicpm
-from voxcpm_triton.model.fast_path import enable_custom_ops, enable_folded_norms, enable_folded_statistics, enable_fp8
+from voxcpm_triton.model.fast_path import (enable_custom_ops, enable_folded_norms, enable_folded_statistics,
+                                           enable_fp8, folded_copy_bytes)
 from voxcpm_triton.model.rms_norm import RMSNorm
 from voxcpm_triton.model.voxcpm import build_model
 from voxcpm_triton.ops import gate_up_sm90, lt_gemm
@@ -168,10 +169,14 @@ def test_the_two_folded_locdit_paths_share_one_qkv_copy():
     qkv = layer.self_attn.folded_qkv
     enable_folded_statistics(model, lms=False, encoder=False, dit=True)
     assert layer.self_attn.folded_qkv is qkv and layer.mlp.folded_plain_gate_up is not None  # made once
+    layers = model.feat_decoder.estimator.decoder.layers
+    each = layer.self_attn.folded_qkv.nbytes + layer.mlp.folded_gate_up.nbytes + layer.mlp.folded_plain_gate_up.nbytes
+    assert folded_copy_bytes(model) == len(layers) * each  # the shared copy counted once
     enable_folded_norms(model, False)
     assert layer.self_attn.folded_qkv is qkv and layer.mlp.folded_gate_up is None  # the plain path reads it
     enable_folded_statistics(model, lms=False, encoder=False, dit=False)
     assert layer.self_attn.folded_qkv is None and layer.mlp.folded_plain_gate_up is None
+    assert folded_copy_bytes(model) == 0
 
 
 @torch.no_grad()

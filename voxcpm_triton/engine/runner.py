@@ -31,9 +31,9 @@ from voxcpm_triton.engine.scheduler import Stream
 from voxcpm_triton.engine.slots import KVCache
 from voxcpm_triton.model.fast_path import (compile_layers, compile_requested, custom_ops_requested, enable_custom_ops,
                                            enable_folded_norms, enable_folded_statistics, enable_fp8,
-                                           enable_sm90_gate_up, folded_decode_requested, folded_dit_requested,
-                                           folded_encoder_requested, folded_norms_requested, fp8_min_rows,
-                                           fp8_requested)
+                                           enable_sm90_gate_up, folded_copy_bytes, folded_decode_requested,
+                                           folded_dit_requested, folded_encoder_requested, folded_norms_requested,
+                                           fp8_min_rows, fp8_requested)
 from voxcpm_triton.model.attention import DecodeSlots
 from voxcpm_triton.model.voxcpm import VoxCPMModel
 from voxcpm_triton.ops import library as ops_library
@@ -79,6 +79,7 @@ class ModelRunner:
         self.generators: list[torch.Generator | None] = [None] * max_slots
         self.fixed_shape = device.type == "cuda" if fixed_shape is None else fixed_shape
         self.graphs: StepGraphs | None = None
+        self.folded_bytes = 0
         if self.fixed_shape:
             with current(device):  # the graphs' warm-up captures
                 self._setup_fixed(max_slots, cuda_graphs, custom_ops, compile_layers_, warm_up_graphs,
@@ -100,6 +101,8 @@ class ModelRunner:
         folded = self.custom_ops and on_cuda
         enable_folded_statistics(self.model, folded and folded_decode_requested(),
                                  folded and folded_encoder_requested(), folded and folded_dit_requested())
+        # What the folded copies cost in GPU memory (VoxCPM2: ~2.9 GB), for the decoder's start log.
+        self.folded_bytes = folded_copy_bytes(self.model)
         if on_cuda and (compile_requested() if compile_layers_ is None else compile_layers_):
             compile_layers(self.model)
         if kernel_attention is None:

@@ -193,6 +193,16 @@ def enable_folded_norms(model: torch.nn.Module, enabled: bool, need_kernel: bool
     return held
 
 
+def folded_copy_bytes(model: torch.nn.Module) -> int:
+    """The bytes the folded weight copies of enable_folded_norms and enable_folded_statistics hold
+    now, a LocDiT layer's shared qkv copy counted once (their own returns each count it)."""
+    held = 0
+    for layer in (module for module in model.modules() if isinstance(module, DecoderLayer)):
+        for copy in (layer.self_attn.folded_qkv, layer.mlp.folded_gate_up, layer.mlp.folded_plain_gate_up):
+            held += copy.nbytes if copy is not None else 0
+    return held
+
+
 def enable_folded_statistics(model: torch.nn.Module, lms: bool, encoder: bool, dit: bool = False) -> int:
     """Give or take away the folded weights of the paths where the kernel after a GEMM computes the
     norm's row statistic itself: the fused qkv weight times the input norm's weight, and the fused

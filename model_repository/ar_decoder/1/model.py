@@ -143,8 +143,10 @@ class TritonPythonModel:
         )
         self.loop.start()
         adapter = f", LoRA adapter {lora} merged" if lora is not None else ""
+        folded = engine.runner.folded_bytes
+        copies = f", folded weight copies {folded / 2**30:.2f} GiB" if folded else ""
         pb_utils.Logger.log_info(
-            f"ar_decoder: checkpoint {folder}{adapter} on {device} ({dtype}), window {window_patches}"
+            f"ar_decoder: checkpoint {folder}{adapter} on {device} ({dtype}), window {window_patches}{copies}"
         )
 
     def _report_slots(self, count):
