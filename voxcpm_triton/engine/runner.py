@@ -99,8 +99,10 @@ class ModelRunner:
         # The FP8 mode keeps its own LocDiT path (MiniCPMModel._folded_norms_take): no folded copies then.
         enable_folded_norms(self.model, self.custom_ops and on_cuda and folded_norms_requested() and not self.fp8)
         folded = self.custom_ops and on_cuda
+        # Nor the LocDiT's plain folded path (MiniCPMModel._folded_plain_takes), whose copies would sit unused.
         enable_folded_statistics(self.model, folded and folded_decode_requested(),
-                                 folded and folded_encoder_requested(), folded and folded_dit_requested())
+                                 folded and folded_encoder_requested(),
+                                 folded and folded_dit_requested() and not self.fp8)
         # What the folded copies cost in GPU memory (VoxCPM2: ~2.9 GB), for the decoder's start log.
         self.folded_bytes = folded_copy_bytes(self.model)
         if on_cuda and (compile_requested() if compile_layers_ is None else compile_layers_):
