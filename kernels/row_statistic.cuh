@@ -1,6 +1,7 @@
-// The RMSNorm row statistic, 1 / sqrt(mean(x^2) + eps), summed by one warp in one fixed order: the
-// kernels that compute it (row_scale, short_attention from the norm's input) produce the same bits
-// for the same row, so a layer's numbers do not depend on which of them ran.
+// The RMSNorm row statistic, 1 / sqrt(mean(x^2) + eps). row_sum_squares sums a row with one warp in
+// one fixed order: the kernels that use it (row_scale, short_attention from the norm's input) produce
+// the same bits for the same row, so a LocDiT layer's numbers do not depend on which of them ran.
+// block_row_sum_squares serves kernels with one row per block (rope_kv_write, swiglu).
 #pragma once
 
 #include "common.cuh"

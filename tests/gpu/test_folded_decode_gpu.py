@@ -126,7 +126,7 @@ def test_the_folded_lm_decode_is_as_close_to_fp32_as_the_add_rmsnorm_path(models
     try:
         for folded in (True, False):
             enable_folded_statistics(fast, lms=folded, encoder=False, dit=False)
-            assert fast_lm._folded_decode_takes() == folded
+            assert fast_lm._folded_statistics_given() == folded
             outputs[folded] = _decode(fast_lm, x, low, positions)
             found[folded] = (outputs[folded].float() - reference).abs().max().item()
     finally:

@@ -83,8 +83,8 @@ class Attention(nn.Module):
         # FP8 GEMM, quantisation included, lost to bf16 at every LocDiT row count measured (run 9).
         self.fp8_qkv: Fp8Weight | None = None
         # The fused qkv times the input norm's weight along k: the LocDiT's many-row layers
-        # (fast_path.enable_folded_norms), and the LMs' decode and LocEnc of more rows than
-        # skinny_gemm takes (fast_path.enable_folded_statistics).
+        # (fast_path.enable_folded_norms), and the LMs' decode, LocEnc and the LocDiT's fewer rows, at
+        # more rows than skinny_gemm takes (fast_path.enable_folded_statistics).
         self.folded_qkv: torch.Tensor | None = None
 
     def _out(self, x: torch.Tensor) -> torch.Tensor:

@@ -220,10 +220,11 @@ class MiniCPMModel(nn.Module):
         return (self.fused_norms and layer.self_attn.folded_qkv is not None and layer.mlp.folded_gate_up is not None
                 and layer.mlp.fp8_gate_up is None and x.shape[0] * x.shape[1] >= FOLDED_NORMS_MIN_ROWS)
 
-    def _folded_decode_takes(self) -> bool:
-        """Whether the decode layers run with their norm weights folded into their qkv and gate_up
-        GEMMs (folded_decode): custom ops on and the folded weights given (fast_path gives them to
-        the LMs on the GPU). The caller has ruled out the few-row normed path first."""
+    def _folded_statistics_given(self) -> bool:
+        """Whether the layers can run with their norm weights folded into their qkv and gate_up
+        GEMMs and the statistics computed by the kernels after them (folded_decode,
+        folded_plain_forward): custom ops on and fast_path.enable_folded_statistics gave this stack
+        its folded weights. The callers rule out the few-row normed path first."""
         layer = self.layers[0]
         return (self.fused_norms and layer.self_attn.folded_qkv is not None
                 and layer.mlp.folded_plain_gate_up is not None)
@@ -236,7 +237,7 @@ class MiniCPMModel(nn.Module):
         releases it early, as skinny_gemm does) and at most ATTENTION_STATISTIC_MAX_ROWS. The
         caller has ruled out the normed and folded paths."""
         rows = x.shape[0] * x.shape[1]
-        return (self._folded_decode_takes() and self.layers[0].mlp.fp8_gate_up is None
+        return (self._folded_statistics_given() and self.layers[0].mlp.fp8_gate_up is None
                 and ops.skinny_linear.PLAIN_MAX_ROWS < rows <= ATTENTION_STATISTIC_MAX_ROWS)
 
     def _short_attention_fits(self, x: torch.Tensor, causal: bool) -> bool:
@@ -273,7 +274,7 @@ class MiniCPMModel(nn.Module):
             cos, sin = self.rope(where.positions)
             rope = (cos[:, None, None, :], sin[:, None, None, :])
         normed = where.kernel_index is not None and self._norms_in_gemms(x)
-        folded = where.kernel_index is not None and not normed and self._folded_decode_takes()
+        folded = where.kernel_index is not None and not normed and self._folded_statistics_given()
         if self.fused_norms:
             x = x.contiguous().clone()  # the fused paths update the residual stream in place
         if normed or folded:

@@ -33,8 +33,8 @@ class MLP(nn.Module):
         # The same times the post-attention norm's weight along k (fast_path.enable_folded_norms).
         self.folded_gate_up: torch.Tensor | None = None
         # gate_up_weight (not interleaved) times the post-attention norm's weight along k, for the
-        # GEMM + swiglu(norm_input) path (fast_path.enable_folded_statistics): the LMs' decode and
-        # LocEnc of more rows than skinny_gemm takes.
+        # GEMM + swiglu(norm_input) path (fast_path.enable_folded_statistics): the LMs' decode, LocEnc
+        # and the LocDiT below the Hopper path's 1024 rows, each at more rows than skinny_gemm takes.
         self.folded_plain_gate_up: torch.Tensor | None = None
 
     def forward(self, x: torch.Tensor) -> torch.Tensor:

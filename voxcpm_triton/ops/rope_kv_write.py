@@ -7,9 +7,9 @@ cache[slot_ids[i], :, positions[i]] and gets its rotated q back. Tokens with slo
 rows of a CUDA-graph batch bucket) or a position outside the cache write nothing.
 
 `norm_input` serves an LM layer whose input RMSNorm weight is folded into its qkv weight
-(fast_path.enable_folded_norms): the GEMM then read the un-normed residual rows, and each token's q,
-k and v still need that norm's statistic, which the op computes from the rows given and applies
-before the rotation.
+(fast_path.enable_folded_statistics): the GEMM then read the un-normed residual rows, and each
+token's q, k and v still need that norm's statistic, which the op computes from the rows given and
+applies before the rotation.
 """
 
 from __future__ import annotations
@@ -17,7 +17,7 @@ from __future__ import annotations
 import torch
 
 from voxcpm_triton.ops import library as lib
-from voxcpm_triton.ops.row_scale import row_scale_ref
+from voxcpm_triton.ops.row_scale import check_norm_input, row_scale_ref
 
 
 def rotate_ref(x: torch.Tensor, cos: torch.Tensor, sin: torch.Tensor) -> torch.Tensor:
@@ -126,10 +126,7 @@ def rope_kv_write(q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, k_cache: to
                         f"{name} must be contiguous float32 [positions, {head_dim}] on {q.device}, got "
                         f"{tuple(t.shape)} {t.dtype} on {t.device}")
     if norm_input is not None:
-        lib.require(norm_input.dim() == 2 and norm_input.shape[0] == tokens and 1 <= norm_input.shape[1] <= 16384
-                    and norm_input.dtype == q.dtype and norm_input.device == q.device and norm_input.is_contiguous(),
-                    f"norm_input must be contiguous {q.dtype} [{tokens}, hidden <= 16384] on {q.device}, got "
-                    f"{tuple(norm_input.shape)} {norm_input.dtype} on {norm_input.device}")
+        check_norm_input(norm_input, (tokens,), q)
         lib.require(norm_eps > 0.0, f"norm_eps must be > 0, got {norm_eps}")
     positions = as_int32_index(positions, "positions", tokens, q.device)
     slot_ids = as_int32_index(slot_ids, "slot_ids", tokens, q.device)

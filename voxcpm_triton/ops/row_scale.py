@@ -44,6 +44,17 @@ def check_row_scale(row_scale: torch.Tensor, rows: int, device: torch.device) ->
                 f"{row_scale.dtype} on {row_scale.device}")
 
 
+def check_norm_input(norm_input: torch.Tensor, leading: tuple[int, ...], like: torch.Tensor) -> None:
+    """Raises ValueError unless norm_input is what the ops that compute this statistic themselves
+    (rope_kv_write, short_attention, swiglu) read: contiguous rows [*leading, hidden <= 16384] of
+    like's dtype on like's device."""
+    lib.require(norm_input.dim() >= 1 and norm_input.shape[:-1] == leading and 1 <= norm_input.shape[-1] <= 16384
+                and norm_input.dtype == like.dtype and norm_input.device == like.device
+                and norm_input.is_contiguous(),
+                f"norm_input must be contiguous {like.dtype} [{', '.join(map(str, leading))}, hidden <= 16384] on "
+                f"{like.device}, got {tuple(norm_input.shape)} {norm_input.dtype} on {norm_input.device}")
+
+
 def row_scale(x: torch.Tensor, eps: float) -> torch.Tensor:
     """1 / sqrt(mean(x^2) + eps) over the last dimension, float32 [...] (x's leading shape)."""
     lib.require(x.dim() >= 1 and x.is_contiguous(),

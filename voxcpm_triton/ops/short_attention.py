@@ -21,7 +21,7 @@ import torch
 
 from voxcpm_triton.ops import library as lib
 from voxcpm_triton.ops.rope_kv_write import rotate_ref
-from voxcpm_triton.ops.row_scale import check_row_scale, row_scale_ref
+from voxcpm_triton.ops.row_scale import check_norm_input, check_row_scale, row_scale_ref
 
 MAX_SEQ_LEN = 32  # the kernel holds a sequence's keys in one warp's lanes
 KERNEL_HEAD_DIMS = (64, 128)
@@ -135,11 +135,7 @@ def short_attention(qkv: torch.Tensor, seq_len: int, q_heads: int, kv_heads: int
         check_row_scale(row_scale, tokens, qkv.device)
     if norm_input is not None:
         lib.require(row_scale is None, "give row_scale or norm_input, not both")
-        lib.require(norm_input.dim() == 2 and norm_input.shape[0] == tokens and 1 <= norm_input.shape[1] <= 16384
-                    and norm_input.dtype == qkv.dtype and norm_input.device == qkv.device
-                    and norm_input.is_contiguous(),
-                    f"norm_input must be contiguous {qkv.dtype} [{tokens}, hidden <= 16384] on {qkv.device}, got "
-                    f"{tuple(norm_input.shape)} {norm_input.dtype} on {norm_input.device}")
+        check_norm_input(norm_input, (tokens,), qkv)
     scale = 1.0 / math.sqrt(head_dim) if scale is None else float(scale)
     return torch.ops.voxcpm.short_attention(qkv, seq_len, q_heads, kv_heads, cos, sin, scale, bool(causal), row_scale,
                                             norm_input, float(norm_eps))

@@ -3,10 +3,10 @@
 The fused projection's weight is torch.cat([gate_proj.weight, up_proj.weight]), so its output holds
 gate in the first half of the last dimension and up in the second.
 
-`norm_input` serves an LM layer whose post-attention RMSNorm weight is folded into its gate_up
-weight (fast_path.enable_folded_norms): the GEMM then read the un-normed residual rows, and each
-row's gate and up still need that norm's statistic, which the op computes from the rows given and
-applies before SwiGLU.
+`norm_input` serves a layer whose post-attention RMSNorm weight is folded into its gate_up weight
+(fast_path.enable_folded_statistics: the LMs' decode, LocEnc, the LocDiT below 1024 rows): the GEMM
+then read the un-normed residual rows, and each row's gate and up still need that norm's statistic,
+which the op computes from the rows given and applies before SwiGLU.
 """
 
 from __future__ import annotations
@@ -15,7 +15,7 @@ import torch
 import torch.nn.functional as F
 
 from voxcpm_triton.ops import library as lib
-from voxcpm_triton.ops.row_scale import row_scale_ref
+from voxcpm_triton.ops.row_scale import check_norm_input, row_scale_ref
 
 
 def swiglu_ref(gate_up: torch.Tensor, norm_input: torch.Tensor | None = None, norm_eps: float = 1e-6) -> torch.Tensor:
@@ -55,12 +55,8 @@ def swiglu(gate_up: torch.Tensor, norm_input: torch.Tensor | None = None, norm_e
                 f"gate_up's last dimension must be even and > 0, got shape {tuple(gate_up.shape)}")
     lib.require(gate_up.is_contiguous(), f"gate_up must be contiguous, got strides {gate_up.stride()}")
     if norm_input is not None:
+        check_norm_input(norm_input, gate_up.shape[:-1], gate_up)
         rows = gate_up.numel() // gate_up.shape[-1]
-        lib.require(norm_input.shape[:-1] == gate_up.shape[:-1] and norm_input.dim() >= 1
-                    and 1 <= norm_input.shape[-1] <= 16384 and norm_input.dtype == gate_up.dtype
-                    and norm_input.device == gate_up.device and norm_input.is_contiguous() and rows <= 65535,
-                    f"norm_input must be contiguous {gate_up.dtype} [{', '.join(map(str, gate_up.shape[:-1]))}, "
-                    f"hidden <= 16384] on {gate_up.device} (at most 65535 rows), got {tuple(norm_input.shape)} "
-                    f"{norm_input.dtype} on {norm_input.device}")
+        lib.require(rows <= 65535, f"swiglu with a norm_input takes at most 65535 rows, got {rows}")
         lib.require(norm_eps > 0.0, f"norm_eps must be > 0, got {norm_eps}")
     return torch.ops.voxcpm.swiglu(gate_up, norm_input, float(norm_eps))
