@@ -14,6 +14,10 @@ REPO = Path(__file__).resolve().parents[2]
 sys.path.insert(0, str(REPO))
 sys.path.insert(0, str(REPO / "tests" / "server"))
 
+# The tritonserver tier's packages come from build/setup.sh; a GPU image without them (the device
+# machine's) skips this file instead of failing the whole tier's collection.
+pytest.importorskip("tritonclient.grpc", reason="needs tritonclient (build/setup.sh installs it)")
+
 from client.streaming import VoxCPMClient  # noqa: E402
 from tritonserver_process import start_server  # noqa: E402
 
