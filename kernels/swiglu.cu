@@ -63,14 +63,11 @@ int launch_scaled(const void* gate_up, const void* norm_input, int64_t hidden, f
                   int64_t inter, cudaStream_t stream) {
     const dim3 grid(static_cast<unsigned>((inter / VEC + kScaledThreads - 1) / kScaledThreads),
                     static_cast<unsigned>(rows));
-    constexpr int kNormVec = 16 / sizeof(T);
-    if (row_vectors<T>(norm_input, hidden))
-        return launch_kernel(swiglu_scaled_kernel<T, VEC, kNormVec>, grid, dim3(kScaledThreads), 0, stream,
-                             static_cast<const T*>(gate_up), static_cast<const T*>(norm_input),
-                             static_cast<int>(hidden), eps, static_cast<T*>(out), inter);
-    return launch_kernel(swiglu_scaled_kernel<T, VEC, 1>, grid, dim3(kScaledThreads), 0, stream,
-                         static_cast<const T*>(gate_up), static_cast<const T*>(norm_input), static_cast<int>(hidden),
-                         eps, static_cast<T*>(out), inter);
+    const auto kernel = row_vectors<T>(norm_input, hidden) ? swiglu_scaled_kernel<T, VEC, 16 / sizeof(T)>
+                                                           : swiglu_scaled_kernel<T, VEC, 1>;
+    return launch_kernel(kernel, grid, dim3(kScaledThreads), 0, stream, static_cast<const T*>(gate_up),
+                         static_cast<const T*>(norm_input), static_cast<int>(hidden), eps, static_cast<T*>(out),
+                         inter);
 }
 
 template <typename T, int VEC>
