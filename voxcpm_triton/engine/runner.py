@@ -96,9 +96,9 @@ class ModelRunner:
         self.fp8 = self.custom_ops and (fp8_requested() if fp8 is None else fp8)
         enable_fp8(self.model, self.fp8, fp8_min_rows())
         enable_sm90_gate_up(self.model, self.custom_ops and on_cuda)
-        # The FP8 mode keeps its own LocDiT path (MiniCPMModel._folded_norms_take): no folded copies then.
-        enable_folded_norms(self.model, self.custom_ops and on_cuda and folded_norms_requested() and not self.fp8)
         folded = self.custom_ops and on_cuda
+        # The FP8 mode keeps its own LocDiT path (MiniCPMModel._folded_norms_take): no folded copies then.
+        enable_folded_norms(self.model, folded and folded_norms_requested() and not self.fp8)
         # Nor the LocDiT's plain folded path (MiniCPMModel._folded_plain_takes), whose copies would sit unused.
         enable_folded_statistics(self.model, folded and folded_decode_requested(),
                                  folded and folded_encoder_requested(),
