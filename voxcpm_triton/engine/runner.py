@@ -95,14 +95,14 @@ class ModelRunner:
         # Opt-in FP8 LocDiT GEMMs at large batches (VOXCPM_FP8=1); off, the step is the bf16 one.
         self.fp8 = self.custom_ops and (fp8_requested() if fp8 is None else fp8)
         enable_fp8(self.model, self.fp8, fp8_min_rows())
-        enable_sm90_gate_up(self.model, self.custom_ops and on_cuda)
-        folded = self.custom_ops and on_cuda
+        gpu_ops = self.custom_ops and on_cuda
+        enable_sm90_gate_up(self.model, gpu_ops)
         # The FP8 mode keeps its own LocDiT path (MiniCPMModel._folded_norms_take): no folded copies then.
-        enable_folded_norms(self.model, folded and folded_norms_requested() and not self.fp8)
+        enable_folded_norms(self.model, gpu_ops and folded_norms_requested() and not self.fp8)
         # Nor the LocDiT's plain folded path (MiniCPMModel._folded_plain_takes), whose copies would sit unused.
-        enable_folded_statistics(self.model, folded and folded_decode_requested(),
-                                 folded and folded_encoder_requested(),
-                                 folded and folded_dit_requested() and not self.fp8)
+        enable_folded_statistics(self.model, gpu_ops and folded_decode_requested(),
+                                 gpu_ops and folded_encoder_requested(),
+                                 gpu_ops and folded_dit_requested() and not self.fp8)
         # What the folded copies cost in GPU memory (VoxCPM2: ~2.9 GB), for the decoder's start log.
         self.folded_bytes = folded_copy_bytes(self.model)
         if on_cuda and (compile_requested() if compile_layers_ is None else compile_layers_):
