@@ -58,6 +58,7 @@ class FlowMatching(nn.Module):
         self.mean_mode = mean_mode
         self.use_op = False  # fast_path.enable_custom_ops: CFG-zero-star + Euler update as one op
         self._schedules: dict[tuple, tuple[torch.Tensor, torch.Tensor]] = {}
+        self._euler_constants: dict[tuple, tuple[tuple, torch.Tensor, torch.Tensor]] = {}
 
     def schedule(self, n_timesteps: int, dtype: torch.dtype, device: torch.device) -> tuple[torch.Tensor, torch.Tensor]:
         """euler_schedule, built once per (timesteps, dtype, device): its ~40 tiny ops would
@@ -94,15 +95,32 @@ class FlowMatching(nn.Module):
         """sample() on the cfg_euler_step op, with what does not change over the Euler steps (the
         projected condition, every step's time token, the branches' mu) computed once."""
         n_timesteps, batch = times.shape[0], noise.shape[0]
-        x = noise.contiguous().clone()  # updated in place by cfg_euler_step
+        x = noise.clone(memory_format=torch.contiguous_format)  # updated in place by cfg_euler_step
         guidance = cfg_value.float().contiguous()
-        step_sizes = steps.float()[:, None].expand(n_timesteps, batch).contiguous()
+        time_tokens, step_sizes = self._constants(times, steps, batch, mu.dtype)
         first = zero_init_steps(n_timesteps)
-        dts = steps[first:] if self.mean_mode else torch.zeros_like(times[first:])
-        time_tokens = self.estimator.time_token(times[first:], dts, mu.dtype)
         cond_embed = self.estimator.cond_proj(cond)
         mu_pair = torch.stack((mu, torch.zeros_like(mu)))
         for row, step in enumerate(range(first, n_timesteps)):
             velocity = self.estimator.guided_velocity(x, mu_pair, time_tokens[row], cond_embed)
             ops.cfg_euler_step(x, velocity[:batch], velocity[batch:], guidance, step_sizes[step])
         return x
+
+    def _constants(self, times: torch.Tensor, steps: torch.Tensor, batch: int,
+                   dtype: torch.dtype) -> tuple[torch.Tensor, torch.Tensor]:
+        """The fused loop's time tokens [steps after the zero-init ones, hidden] and step sizes
+        float32 [timesteps, batch], built once per (timesteps, batch, dtype, device) while the time
+        MLPs' weights stay the same tensors, unchanged. They depend on nothing else, and inside the
+        step's CUDA graph they were ~30 kernels a step, four of them GEMMs (perf/RESULTS.md run 89)."""
+        estimator = self.estimator
+        # An inference tensor has no version counter; it cannot be updated outside inference mode.
+        weights = tuple((p.data_ptr(), 0 if p.is_inference() else p._version)
+                        for mlp in (estimator.time_mlp, estimator.delta_time_mlp) for p in mlp.parameters())
+        key = (times.shape[0], batch, dtype, times.device)
+        cached = self._euler_constants.get(key)
+        if cached is None or cached[0] != weights:
+            first = zero_init_steps(times.shape[0])
+            dts = steps[first:] if self.mean_mode else torch.zeros_like(times[first:])
+            step_sizes = steps.float()[:, None].expand(times.shape[0], batch).contiguous()
+            cached = self._euler_constants[key] = (weights, estimator.time_token(times[first:], dts, dtype), step_sizes)
+        return cached[1], cached[2]
