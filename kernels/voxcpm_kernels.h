@@ -21,7 +21,7 @@ extern "C" {
 #define VOXCPM_API __attribute__((visibility("default")))
 
 /* Bumped whenever a signature below changes; the Python loader refuses a mismatched library. */
-#define VOXCPM_KERNELS_ABI_VERSION 9
+#define VOXCPM_KERNELS_ABI_VERSION 10
 
 enum voxcpm_dtype { VOXCPM_FLOAT32 = 0, VOXCPM_FLOAT16 = 1, VOXCPM_BFLOAT16 = 2 };
 
@@ -290,6 +290,38 @@ VOXCPM_API int voxcpm_locdit_sequence(const void* mu_pair, const void* time, con
 VOXCPM_API int voxcpm_gate_up_swiglu_sm90(const void* x, const void* weight, const float* row_scale,
                                           void* out, int64_t rows, int64_t k, int64_t inter,
                                           int schedule, int dtype, void* stream);
+
+/*
+ * The decode step's per-slot state (the engine's ModelRunner), one launch at each end of a step.
+ * The tables hold slots + 1 rows, the last the padding rows' scratch slot; all element tensors are
+ * contiguous of dtype. index: int64 [2, batch], each batch row's slot, then its noise-ring row
+ * (rows whose slot or ring row is out of range are skipped).
+ * voxcpm_step_gather reads, per batch row b of slot s and ring row r:
+ *   noise[b] = ring[s, r] transposed ([feat, patch] -> [patch, feat]);
+ *   lm_out[b] = lm_hidden[s]; residual_out[b] = residual_hidden[s]; prev_out[b] = prev_patch[s];
+ *   cfg_out[b] = cfg_value[s]; kernel_index[:, b] = (s, positions[s], positions[s] + 1) as int32.
+ *   ring: [slots + 1, block, feat, patch]; lm_hidden, residual_hidden: [slots + 1, hidden];
+ *   prev_patch: [slots + 1, patch, feat]; cfg_value: fp32 [slots + 1]; positions: int64
+ *   [slots + 1]; outputs [batch, ...] likewise, kernel_index int32 [3, batch].
+ * voxcpm_step_scatter writes, per batch row b of slot s:
+ *   lm_hidden[s] = next_lm[b]; residual_hidden[s] = next_residual[b]; prev_patch[s] = patch[b];
+ *   positions[s] = lengths[b] (0 for the scratch slot);
+ *   out[b] = (patch[b] as fp32, then 1 where torch.argmax(stop_logits[b]) == 1 else 0).
+ *   next_lm, next_residual: [batch, hidden]; patch: [batch, patch, feat]; stop_logits: [batch, 2];
+ *   lengths: int32 [batch]; out: fp32 [batch, patch * feat + 1].
+ * Pure copies (the outputs are bit for bit PyTorch's indexing). hidden and patch * feat <= 65536.
+ */
+VOXCPM_API int voxcpm_step_gather(const int64_t* index, const void* ring, const void* lm_hidden,
+                                  const void* residual_hidden, const void* prev_patch, const float* cfg_value,
+                                  const int64_t* positions, void* noise, void* lm_out, void* residual_out,
+                                  void* prev_out, float* cfg_out, int32_t* kernel_index, int64_t batch,
+                                  int64_t slots, int64_t block, int64_t hidden, int64_t patch, int64_t feat,
+                                  int dtype, void* stream);
+VOXCPM_API int voxcpm_step_scatter(const int64_t* index, const int32_t* lengths, const void* next_lm,
+                                   const void* next_residual, const void* patch, const void* stop_logits,
+                                   void* lm_hidden, void* residual_hidden, void* prev_patch, int64_t* positions,
+                                   float* out, int64_t batch, int64_t slots, int64_t hidden, int64_t patch_size,
+                                   int64_t feat, int dtype, void* stream);
 
 #ifdef __cplusplus
 }

@@ -16,7 +16,7 @@ from pathlib import Path
 
 import torch
 
-ABI_VERSION = 9  # must equal VOXCPM_KERNELS_ABI_VERSION in kernels/voxcpm_kernels.h
+ABI_VERSION = 10  # must equal VOXCPM_KERNELS_ABI_VERSION in kernels/voxcpm_kernels.h
 LIBRARY_NAME = "libvoxcpm_kernels.so"
 _DTYPE_CODES = {torch.float32: 0, torch.float16: 1, torch.bfloat16: 2}
 KERNEL_DTYPES = tuple(_DTYPE_CODES)
@@ -56,6 +56,8 @@ _SIGNATURES: dict[str, tuple[object, list[object]]] = {
     "voxcpm_gate_up_swiglu_sm90": (_i32, [_p, _p, _p, _p, _i64, _i64, _i64, _i32, _i32, _p]),
     "voxcpm_row_scale": (_i32, [_p, _p, _i64, _i64, _f32, _i32, _p]),
     "voxcpm_locdit_sequence": (_i32, [_p, _p, _p, _p, _p, _i64, _i64, _i64, _i64, _i64, _i32, _p]),
+    "voxcpm_step_gather": (_i32, [_p] * 13 + [_i64] * 6 + [_i32, _p]),
+    "voxcpm_step_scatter": (_i32, [_p] * 11 + [_i64] * 5 + [_i32, _p]),
 }
 EXPORTED_SYMBOLS = tuple(_SIGNATURES)
 
