@@ -2,6 +2,8 @@
 // launch, one block per batch row, where PyTorch ran ~9 gathers, casts and scatters on both ends of
 // every step (with the stop decision and the host row's assembly), each a kernel of a few
 // microseconds in the step's graph. Pure copies: the outputs are bit for bit the reference's.
+#include <initializer_list>
+
 #include "common.cuh"
 
 namespace voxcpm {
@@ -102,10 +104,10 @@ extern "C" int voxcpm_step_gather(const int64_t* index, const void* ring, const 
                                   int dtype, void* stream) {
     using namespace voxcpm;
     if (!sizes_valid(batch, slots, hidden, patch, feat) || block <= 0 || block > 0x7fffffff) return VOXCPM_ERROR_INVALID_ARGUMENT;
-    for (const void* p : {static_cast<const void*>(index), ring, lm_hidden, residual_hidden, prev_patch,
-                          static_cast<const void*>(cfg_value), static_cast<const void*>(positions), noise, lm_out,
-                          residual_out, prev_out, static_cast<const void*>(cfg_out),
-                          static_cast<const void*>(kernel_index)})
+    const std::initializer_list<const void*> pointers = {index, ring, lm_hidden, residual_hidden, prev_patch, cfg_value,
+                                                         positions, noise, lm_out, residual_out, prev_out, cfg_out,
+                                                         kernel_index};
+    for (const void* p : pointers)
         if (p == nullptr) return VOXCPM_ERROR_INVALID_ARGUMENT;
     if (batch == 0) return 0;
     auto s = static_cast<cudaStream_t>(stream);
@@ -132,9 +134,9 @@ extern "C" int voxcpm_step_scatter(const int64_t* index, const int32_t* lengths,
                                    int64_t feat, int dtype, void* stream) {
     using namespace voxcpm;
     if (!sizes_valid(batch, slots, hidden, patch_size, feat)) return VOXCPM_ERROR_INVALID_ARGUMENT;
-    for (const void* p : {static_cast<const void*>(index), static_cast<const void*>(lengths), next_lm, next_residual,
-                          patch, stop_logits, static_cast<const void*>(lm_hidden), residual_hidden, prev_patch,
-                          static_cast<const void*>(positions), static_cast<const void*>(out)})
+    const std::initializer_list<const void*> pointers = {index, lengths, next_lm, next_residual, patch, stop_logits,
+                                                         lm_hidden, residual_hidden, prev_patch, positions, out};
+    for (const void* p : pointers)
         if (p == nullptr) return VOXCPM_ERROR_INVALID_ARGUMENT;
     if (batch == 0) return 0;
     auto s = static_cast<cudaStream_t>(stream);

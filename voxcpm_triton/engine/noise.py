@@ -40,7 +40,3 @@ class NoiseRing:
             slot = int(slots[i])
             self.ring[slot].normal_(generator=generators[slot])
         return rows
-
-    def read(self, slots: torch.Tensor, rows: torch.Tensor) -> torch.Tensor:
-        """Device gather of each row's patch: [B, P, D]."""
-        return self.ring[slots, rows].transpose(1, 2)

@@ -36,7 +36,9 @@ from voxcpm_triton.model.fast_path import (compile_layers, compile_requested, cu
                                            fp8_min_rows, fp8_requested)
 from voxcpm_triton.model.attention import DecodeSlots
 from voxcpm_triton.model.voxcpm import VoxCPMModel
+from voxcpm_triton import ops
 from voxcpm_triton.ops import library as ops_library
+from voxcpm_triton.ops.step_state import step_gather_ref, step_scatter_ref
 
 DEFAULT_TIMESTEPS = 10  # GenerationRequest's default: the graphs captured at start
 KERNEL_HEAD_DIMS = (64, 128)  # what decode_attention supports on the GPU
@@ -345,24 +347,18 @@ class ModelRunner:
         the scratch slot) and noise-ring row. Returns [B, P * D + 1] float32: patch, stop flag.
         Device work only, no host synchronisation: this is what a CUDA graph captures."""
         model = self.model
-        slots, noise_rows = index[0], index[1]
-        noise = self.noise.read(slots, noise_rows)
-        lm_hidden, residual_hidden = self.lm_hidden[slots], self.residual_hidden[slots]
+        gather, scatter = (ops.step_gather, ops.step_scatter) if self.custom_ops else (step_gather_ref, step_scatter_ref)
+        tables = (self.lm_hidden, self.residual_hidden, self.prev_patch)
+        noise, lm_hidden, residual_hidden, prev_patch, cfg_value, kernel_index = gather(
+            index, self.noise.ring, *tables, self.cfg_value, self.positions)
         mu = model.dit_condition(lm_hidden, residual_hidden)
-        patch = self._sample(groups, noise, mu, self.prev_patch[slots], self.cfg_value[slots])
-        stop = model.stop_logits(lm_hidden).argmax(dim=-1) == 1
+        patch = self._sample(groups, noise, mu, prev_patch, cfg_value)
+        stop_logits = model.stop_logits(lm_hidden)
 
-        positions = self.positions[slots]
-        kernel_index = None
-        if self.kernel_attention:
-            positions32 = positions.to(torch.int32)
-            kernel_index = (slots.to(torch.int32), positions32, positions32 + 1)
-        where = DecodeSlots(slots, positions, self.max_context, kernel_index)
+        slots, positions, lengths = kernel_index.unbind(0)
+        where = DecodeSlots(slots, positions, self.max_context,
+                            (slots, positions, lengths) if self.kernel_attention else None)
         patch_embed = model.embed_patches(patch.unsqueeze(1))[:, 0]
         next_lm, next_residual = model.decode_lms(patch_embed, self.base_cache.pair, self.residual_cache.pair, where)
-        self.lm_hidden[slots] = next_lm
-        self.residual_hidden[slots] = next_residual
-        self.prev_patch[slots] = patch
-        self.positions[slots] = positions + 1
-        self.positions[self.scratch_slot:].zero_()  # padding rows keep writing scratch row 0
-        return torch.cat((patch.flatten(1).float(), stop.float().unsqueeze(1)), dim=1)
+        # Padding rows keep the scratch slot's position at 0, so they write its cache row 0 every step.
+        return scatter(index, lengths, next_lm, next_residual, patch, stop_logits, *tables, self.positions)

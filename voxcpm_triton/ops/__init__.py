@@ -18,6 +18,7 @@ from voxcpm_triton.ops import skinny_linear
 from voxcpm_triton.ops.skinny_linear import (gate_up_swiglu, linear, linear_residual_, normed_gate_up_swiglu,
                                               normed_linear, skinny_gemm, skinny_gemm_ref)
 from voxcpm_triton.ops.snake import snake, snake_ref
+from voxcpm_triton.ops.step_state import step_gather, step_gather_ref, step_scatter, step_scatter_ref
 from voxcpm_triton.ops.snake_depthwise_conv import snake_depthwise_conv, snake_depthwise_conv_ref
 from voxcpm_triton.ops.swiglu import swiglu, swiglu_ref
 
@@ -28,5 +29,6 @@ __all__ = [
     "quantize_fp8", "quantize_fp8_ref", "quantize_weight", "rmsnorm", "rmsnorm_ref", "rope_kv_write",
     "rope_kv_write_ref", "row_scale", "row_scale_ref",
     "short_attention", "short_attention_ref", "skinny_gemm", "skinny_gemm_ref", "skinny_linear", "snake",
-    "snake_depthwise_conv", "snake_depthwise_conv_ref", "snake_ref", "swiglu", "swiglu_ref",
+    "snake_depthwise_conv", "snake_depthwise_conv_ref", "snake_ref", "step_gather", "step_gather_ref", "step_scatter",
+    "step_scatter_ref", "swiglu", "swiglu_ref",
 ]
