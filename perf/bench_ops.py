@@ -84,6 +84,28 @@ def locdit_sequence_case(batch: int, dtype: torch.dtype) -> Case:
                 lambda: ops.locdit_sequence_ref(mu_pair, time, cond, x), nbytes(mu_pair, time, cond, x) + out_bytes)
 
 
+def step_state_cases(batch: int, dtype: torch.dtype) -> list[Case]:
+    """The step's gather and scatter of VoxCPM2's per-slot state (hidden 2048, 4 x 64 patches) in
+    tables of 256 slots."""
+    rows = 257
+    ring, prev = rand(rows, 32, 64, 4, dtype=dtype), rand(rows, 4, 64, dtype=dtype)
+    lm, residual = rand(rows, 2048, dtype=dtype), rand(rows, 2048, dtype=dtype)
+    cfg, positions = torch.rand(rows, device=DEVICE), torch.zeros(rows, dtype=torch.int64, device=DEVICE)
+    index = torch.stack((torch.arange(batch), torch.arange(batch) % 32)).to(DEVICE)
+    tables = (ring, lm, residual, prev, cfg, positions)
+    results = (rand(batch, 2048, dtype=dtype), rand(batch, 2048, dtype=dtype), rand(batch, 4, 64, dtype=dtype),
+               rand(batch, 2, dtype=dtype))
+    lengths = torch.ones(batch, dtype=torch.int32, device=DEVICE)
+    row_bytes = (2 * 2048 + 2 * 256) * lm.element_size() + 16  # per batch row: its state and scalars
+    out_bytes = batch * (256 + 1) * 4
+    return [Case("step_gather", f"batch={batch}", lambda: ops.step_gather(index, *tables),
+                 lambda: ops.step_gather_ref(index, *tables), 2 * batch * row_bytes),
+            Case("step_scatter", f"batch={batch}", lambda: ops.step_scatter(index, lengths, *results, lm, residual,
+                                                                           prev, positions),
+                 lambda: ops.step_scatter_ref(index, lengths, *results, lm, residual, prev, positions),
+                 2 * batch * row_bytes + out_bytes)]
+
+
 def swiglu_case(rows: int, inter: int, dtype: torch.dtype) -> Case:
     gate_up = rand(rows, 2 * inter, dtype=dtype)
     return Case("swiglu", f"rows={rows} inter={inter}", lambda: ops.swiglu(gate_up),
@@ -305,6 +327,7 @@ def build_cases(dtype: torch.dtype, quick: bool) -> list[Case]:
         for length in (300, 1000):
             cases.append(attention_case(b, length, dtype))
         cases.append(cfg_euler_case(b, dtype))
+        cases.extend(step_state_cases(b, dtype))
         cases.append(fsq_case(b, dtype))
         # Vocoder activations (trimmed windows): the last decoder block's residual units, and a mid block's.
         cases.append(snake_case(b, 32, 7766, dtype))
