@@ -28,3 +28,7 @@ l=$(left $LIMIT); [ $l -gt 150 ] && timeout $l $P perf/ab_step.py --out $R/ab \
   --variant main@$M=VOXCPM_KERNELS_LIB=$MAIN_LIB --variant ec@$E=VOXCPM_KERNELS_LIB=$MAIN_LIB --variant ss \
   --batches 1,64 --repeats $([ $l -gt 400 ] && echo 3 || echo 2) > $R/ab.log 2>&1; at ab $?
 tail -5 $R/ab/ab_step.md 2>/dev/null || tail -20 $R/ab.log
+# Each step_state kernel against its reference (only if time is left).
+l=$(left $LIMIT); [ $l -gt 30 ] && timeout $l $P perf/bench_ops.py --out $R/bench_step_state.json --quick --no-compile \
+  --ops step_gather,step_scatter > $R/bench.log 2>&1; at bench $?
+tail -6 $R/bench.log
