@@ -22,7 +22,7 @@ from voxcpm_triton.ops.fp8_linear import Fp8Weight, routed_linear
 class DecodeSlots:
     """Where each row of a decode batch lives in the KV cache.
 
-    slots/positions: LongTensor[B] on the device; positions is the index the new token is written
+    slots/positions: integer [B] on the device; positions is the index the new token is written
     to, so each stream attends to cache rows [0, positions]. `span` (host int) is how many cache
     rows the batch reads: max(positions) + 1 eagerly, the whole cache in a CUDA graph (one shape
     for every mix of lengths). `kernel_index` (int32 slot ids, positions, lengths) switches
