@@ -21,11 +21,14 @@ M=$PWD/build/out/session/trees/main; E=$PWD/build/out/session/trees/euler-consta
 MAIN_LIB=$PWD/build/out/lib/main/libvoxcpm_kernels.so
 unpack_lib build/out/session/lib.so.xz $MAIN_LIB
 unpack_lib build/out/session/this.so.xz build/out/lib/libvoxcpm_kernels.so
-timeout 150 $P -m pytest -q -p no:cacheprovider -m gpu tests/gpu/test_step_state_gpu.py tests/gpu/test_graph_runner.py \
-  tests/gpu/test_engine_gpu.py > $R/tests.log 2>&1; at tests $?
+# Below LIMIT=400 (a short lease): fewer tests, and ss against main alone.
+SHORT=$([ $LIMIT -lt 400 ] && echo 1 || echo 0)
+timeout $([ $SHORT = 1 ] && echo 90 || echo 150) $P -m pytest -q -p no:cacheprovider -m gpu tests/gpu/test_step_state_gpu.py \
+  tests/gpu/test_graph_runner.py $([ $SHORT = 1 ] || echo tests/gpu/test_engine_gpu.py) > $R/tests.log 2>&1; at tests $?
 tail -1 $R/tests.log; grep -m5 "^FAILED\|Error" $R/tests.log
-l=$(left $LIMIT); [ $l -gt 150 ] && timeout $l $P perf/ab_step.py --out $R/ab \
-  --variant main@$M=VOXCPM_KERNELS_LIB=$MAIN_LIB --variant ec@$E=VOXCPM_KERNELS_LIB=$MAIN_LIB --variant ss \
+EC="--variant ec@$E=VOXCPM_KERNELS_LIB=$MAIN_LIB"; [ $SHORT = 1 ] && EC=""
+l=$(left $LIMIT); [ $l -gt 120 ] && timeout $l $P perf/ab_step.py --out $R/ab \
+  --variant main@$M=VOXCPM_KERNELS_LIB=$MAIN_LIB $EC --variant ss \
   --batches 1,64 --repeats $([ $l -gt 400 ] && echo 3 || echo 2) > $R/ab.log 2>&1; at ab $?
 tail -5 $R/ab/ab_step.md 2>/dev/null || tail -20 $R/ab.log
 # Each step_state kernel against its reference (only if time is left).
