@@ -32,8 +32,10 @@ def tables(dtype: torch.dtype, hidden: int, patch: int, feat: int, block: int = 
         "lm_hidden": randn(rows, hidden, dtype=dtype, seed=2),
         "residual_hidden": randn(rows, hidden, dtype=dtype, seed=3),
         "prev_patch": randn(rows, patch, feat, dtype=dtype, seed=4),
-        "cfg_value": torch.rand(rows, device=DEVICE) * 3,
-        "positions": torch.randint(0, 900, (rows,), device=DEVICE).index_fill_(0, torch.tensor([SLOTS], device=DEVICE), 0),
+        "cfg_value": randn(rows, dtype=torch.float32, seed=5).abs(),
+        # Seeded: the scatter test compares two tables() built apart, slots it does not write included.
+        "positions": torch.randint(0, 900, (rows,), generator=torch.Generator().manual_seed(6)).to(DEVICE)
+        .index_fill_(0, torch.tensor([SLOTS], device=DEVICE), 0),
     }
 
 
@@ -83,16 +85,19 @@ def test_step_scatter_is_the_reference_indexing(dtype, hidden, patch, feat, batc
     assert kernel_state["positions"][SLOTS] == 0
 
 
-def test_a_graphed_gather_and_scatter_read_and_write_the_current_tables():
+# The references are the runner's path without the kernels, so they must capture too.
+@pytest.mark.parametrize("gather,scatter", [(ops.step_gather, ops.step_scatter),
+                                            (ops.step_gather_ref, ops.step_scatter_ref)], ids=("ops", "references"))
+def test_a_graphed_gather_and_scatter_read_and_write_the_current_tables(gather, scatter):
     dtype, batch = torch.bfloat16, 8
     state = tables(dtype, 2048, 4, 64)
     index = batch_index(batch)
-    ops.step_gather(index, *(state[name] for name in GATHER_ARGS))  # loads the library outside the capture
+    gather(index, *(state[name] for name in GATHER_ARGS))  # loads the library outside the capture
     graph = torch.cuda.CUDAGraph()
     with torch.cuda.graph(graph):
-        noise, lm, residual, prev, cfg, kernel_index = ops.step_gather(index, *(state[name] for name in GATHER_ARGS))
-        out = ops.step_scatter(index, kernel_index[2], residual, lm, noise, lm[:, :2].contiguous(), state["lm_hidden"],
-                               state["residual_hidden"], state["prev_patch"], state["positions"])
+        noise, lm, residual, prev, cfg, kernel_index = gather(index, *(state[name] for name in GATHER_ARGS))
+        out = scatter(index, kernel_index[2], residual, lm, noise, lm[:, :2].contiguous(), state["lm_hidden"],
+                      state["residual_hidden"], state["prev_patch"], state["positions"])
     expected = {name: t.clone() for name, t in state.items()}
     index.copy_(batch_index(batch + 3)[:, 3:])
     graph.replay()

@@ -36,7 +36,9 @@ def step_scatter_ref(index: torch.Tensor, lengths: torch.Tensor, next_lm: torch.
     residual_hidden[slots] = next_residual
     prev_patch[slots] = patch
     positions[slots] = lengths.to(positions.dtype)
-    positions[-1] = 0  # the scratch slot: padding rows write cache row 0 every step
+    # The scratch slot: padding rows write cache row 0 every step. A slice's zero_, not item
+    # assignment, which copies a host scalar and so cannot be captured in a CUDA graph.
+    positions[-1:].zero_()
     stop = stop_logits.argmax(dim=-1) == 1
     return torch.cat((patch.flatten(1).float(), stop.float().unsqueeze(1)), dim=1)
 
