@@ -38,7 +38,6 @@ from voxcpm_triton.model.attention import DecodeSlots
 from voxcpm_triton.model.voxcpm import VoxCPMModel
 from voxcpm_triton import ops
 from voxcpm_triton.ops import library as ops_library
-from voxcpm_triton.ops.step_state import step_gather_ref, step_scatter_ref
 
 DEFAULT_TIMESTEPS = 10  # GenerationRequest's default: the graphs captured at start
 KERNEL_HEAD_DIMS = (64, 128)  # what decode_attention supports on the GPU
@@ -347,7 +346,8 @@ class ModelRunner:
         the scratch slot) and noise-ring row. Returns [B, P * D + 1] float32: patch, stop flag.
         Device work only, no host synchronisation: this is what a CUDA graph captures."""
         model = self.model
-        gather, scatter = (ops.step_gather, ops.step_scatter) if self.custom_ops else (step_gather_ref, step_scatter_ref)
+        gather, scatter = ((ops.step_gather, ops.step_scatter) if self.custom_ops
+                           else (ops.step_gather_ref, ops.step_scatter_ref))
         tables = (self.lm_hidden, self.residual_hidden, self.prev_patch)
         noise, lm_hidden, residual_hidden, prev_patch, cfg_value, kernel_index = gather(
             index, self.noise.ring, *tables, self.cfg_value, self.positions)

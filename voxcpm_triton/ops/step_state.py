@@ -106,6 +106,12 @@ def _(index: torch.Tensor, lengths: torch.Tensor, next_lm: torch.Tensor, next_re
     return torch.empty((patch.shape[0], patch[0].numel() + 1), dtype=torch.float32, device=patch.device)
 
 
+def _require_tensor(name: str, t: torch.Tensor, shape: tuple[int, ...], dtype: torch.dtype,
+                    device: torch.device) -> None:
+    lib.require(t.shape == shape and t.dtype == dtype and t.device == device and t.is_contiguous(),
+                f"{name} must be contiguous {shape} {dtype} on {device}, got {tuple(t.shape)} {t.dtype} on {t.device}")
+
+
 def _check_tables(lm_hidden: torch.Tensor, residual_hidden: torch.Tensor, prev_patch: torch.Tensor,
                   positions: torch.Tensor) -> None:
     lib.require(lm_hidden.dim() == 2 and lm_hidden.shape[0] >= 1 and 1 <= lm_hidden.shape[1] <= 65536
@@ -113,18 +119,12 @@ def _check_tables(lm_hidden: torch.Tensor, residual_hidden: torch.Tensor, prev_p
                 f"lm_hidden must be a contiguous [slots + 1, hidden <= 65536] tensor of one of {lib.KERNEL_DTYPES}, "
                 f"got {tuple(lm_hidden.shape)} {lm_hidden.dtype}")
     rows, device, dtype = lm_hidden.shape[0], lm_hidden.device, lm_hidden.dtype
-    lib.require(residual_hidden.shape == lm_hidden.shape and residual_hidden.dtype == dtype
-                and residual_hidden.device == device and residual_hidden.is_contiguous(),
-                f"residual_hidden must be contiguous {tuple(lm_hidden.shape)} {dtype} on {device}, got "
-                f"{tuple(residual_hidden.shape)} {residual_hidden.dtype} on {residual_hidden.device}")
+    _require_tensor("residual_hidden", residual_hidden, tuple(lm_hidden.shape), dtype, device)
     lib.require(prev_patch.dim() == 3 and prev_patch.shape[0] == rows and prev_patch[0].numel() <= 65536
                 and prev_patch.dtype == dtype and prev_patch.device == device and prev_patch.is_contiguous(),
                 f"prev_patch must be contiguous [{rows}, patch, feat] {dtype} on {device}, got "
                 f"{tuple(prev_patch.shape)} {prev_patch.dtype} on {prev_patch.device}")
-    lib.require(positions.shape == (rows,) and positions.dtype == torch.int64 and positions.device == device
-                and positions.is_contiguous(),
-                f"positions must be contiguous int64 [{rows}] on {device}, got {tuple(positions.shape)} "
-                f"{positions.dtype} on {positions.device}")
+    _require_tensor("positions", positions, (rows,), torch.int64, device)
 
 
 def _check_index(index: torch.Tensor, device: torch.device) -> None:
@@ -150,10 +150,7 @@ def step_gather(index: torch.Tensor, ring: torch.Tensor, lm_hidden: torch.Tensor
                 and ring.dtype == lm_hidden.dtype and ring.device == device and ring.is_contiguous(),
                 f"ring must be contiguous [{rows}, block, {feat}, {patch}] {lm_hidden.dtype} on {device}, got "
                 f"{tuple(ring.shape)} {ring.dtype} on {ring.device}")
-    lib.require(cfg_value.shape == (rows,) and cfg_value.dtype == torch.float32 and cfg_value.device == device
-                and cfg_value.is_contiguous(),
-                f"cfg_value must be contiguous float32 [{rows}] on {device}, got {tuple(cfg_value.shape)} "
-                f"{cfg_value.dtype} on {cfg_value.device}")
+    _require_tensor("cfg_value", cfg_value, (rows,), torch.float32, device)
     return torch.ops.voxcpm.step_gather(index, ring, lm_hidden, residual_hidden, prev_patch, cfg_value, positions)
 
 
@@ -171,12 +168,7 @@ def step_scatter(index: torch.Tensor, lengths: torch.Tensor, next_lm: torch.Tens
     for name, t, shape in (("next_lm", next_lm, (batch, lm_hidden.shape[1])),
                            ("next_residual", next_residual, (batch, lm_hidden.shape[1])),
                            ("patch", patch, (batch, *prev_patch.shape[1:])), ("stop_logits", stop_logits, (batch, 2))):
-        lib.require(t.shape == shape and t.dtype == dtype and t.device == device and t.is_contiguous(),
-                    f"{name} must be contiguous {shape} {dtype} on {device}, got {tuple(t.shape)} {t.dtype} "
-                    f"on {t.device}")
-    lib.require(lengths.shape == (batch,) and lengths.dtype == torch.int32 and lengths.device == device
-                and lengths.is_contiguous(),
-                f"lengths must be contiguous int32 [{batch}] on {device}, got {tuple(lengths.shape)} "
-                f"{lengths.dtype} on {lengths.device}")
+        _require_tensor(name, t, shape, dtype, device)
+    _require_tensor("lengths", lengths, (batch,), torch.int32, device)
     return torch.ops.voxcpm.step_scatter(index, lengths, next_lm, next_residual, patch, stop_logits, lm_hidden,
                                          residual_hidden, prev_patch, positions)
