@@ -16,4 +16,4 @@ OUT=$OUT/setup bash perf/gpu_campaign.sh setup > /dev/null 2>&1; at setup $?
 LEVELS=64,256 CAMPAIGN_BUDGET_S=$(left 560) OUT=$OUT/served bash perf/gpu_campaign.sh triton | tail -1
 at served $?
 sed -n '/^| /p' $OUT/served/summary.md 2>/dev/null | head -30
-grep -h "instance\|cuda:1\|GPU 1" build/out/campaign/results/logs/tritonserver.log 2>/dev/null | grep -i "ar_decoder\|vocoder" | head -8
+grep -h "GPU device" build/out/campaign/results/logs/tritonserver.log 2>/dev/null | head -12
