@@ -13,7 +13,15 @@ tail -5 $OUT/two_gpu_tests.log
 unset PYTHONPATH VOXCPM_KERNELS_LIB
 rm -f build/out/lt_cache.json
 OUT=$OUT/setup bash perf/gpu_campaign.sh setup > /dev/null 2>&1; at setup $?
+# The campaign's tables sum the decoders' counters; each instance's own stream-steps show whether
+# Triton spread the streams over both GPUs (the last snapshot taken while the server was up).
+(while sleep 3; do
+  m=$($P -c "import urllib.request as u; print(u.urlopen('http://127.0.0.1:8002/metrics', timeout=2).read().decode())" 2>/dev/null) && echo "$m" | grep '^voxcpm_decode_stream_steps_total' \
+  > $OUT/instance_stream_steps.txt; done) &
+WATCH=$!
 LEVELS=64,256 CAMPAIGN_BUDGET_S=$(left 560) OUT=$OUT/served bash perf/gpu_campaign.sh triton | tail -1
 at served $?
+kill $WATCH
+cat $OUT/instance_stream_steps.txt
 sed -n '/^| /p' $OUT/served/summary.md 2>/dev/null | head -30
 grep -h "GPU device" build/out/campaign/results/logs/tritonserver.log 2>/dev/null | head -12
