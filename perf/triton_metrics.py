@@ -16,7 +16,10 @@ perf/stream_load.py takes both snapshots around every level itself when given --
 
 The ar_decoder also counts its engine thread's time (voxcpm_decode_*_total: steps, streams per step,
 seconds stepping, waiting for the vocoder's back-pressure, waiting for its delivery threads); a
-model row that has them carries them as `decode`, and `decode_markdown` tables them per step.
+model row that has them carries them as `decode`, and `decode_markdown` tables them per step. With
+one decoder per GPU the row sums the instances (its shares of the level's time can pass 100%), and
+`decode_instances` keeps each instance's own counters, tabled beneath it: whether Triton spread the
+streams over the GPUs.
 """
 
 from __future__ import annotations
@@ -53,6 +56,20 @@ def parse(text: str) -> dict[str, dict[str, float]]:
     return models
 
 
+def decode_by_instance(text: str) -> dict[str, dict[str, dict[str, float]]]:
+    """model -> instance -> the ar_decoder's engine-thread counters (voxcpm_decode_*) of that instance."""
+    counters: dict[str, dict[str, dict[str, float]]] = defaultdict(lambda: defaultdict(dict))
+    for line in text.splitlines():
+        match = _LINE.match(line.strip())
+        if not match or not match.group(1).startswith("voxcpm_decode_"):
+            continue
+        name, labels, value = match.groups()
+        model, instance = re.search(r'model="([^"]*)"', labels), re.search(r'instance="([^"]*)"', labels)
+        if model and instance:
+            counters[model.group(1)][instance.group(1)][name] = float(value)
+    return counters
+
+
 def _successes(text: str) -> dict[str, float]:
     return {model: values.get("nv_inference_request_success", 0.0) for model, values in parse(text).items()}
 
@@ -60,6 +77,7 @@ def _successes(text: str) -> dict[str, float]:
 def per_model(before: str, after: str) -> list[dict]:
     """One row per model with completed requests between the snapshots."""
     old, new = parse(before), parse(after)
+    old_instances, new_instances = decode_by_instance(before), decode_by_instance(after)
     rows = []
     for model in sorted(new):
         delta = {name: new[model][name] - old.get(model, {}).get(name, 0.0) for name in new[model]}
@@ -74,26 +92,40 @@ def per_model(before: str, after: str) -> list[dict]:
             row[f"{part}_ms"] = delta.get(f"nv_inference_{part}_duration_us", 0.0) / requests / 1000
         if delta.get("voxcpm_decode_steps_total", 0.0) > 0:
             row["decode"] = {part: delta.get(f"voxcpm_decode_{part}_total", 0.0) for part in DECODE}
+            instances = new_instances.get(model, {})
+            if len(instances) > 1:
+                was = old_instances.get(model, {})
+                row["decode_instances"] = {
+                    instance: {part: counters.get(f"voxcpm_decode_{part}_total", 0.0)
+                               - was.get(instance, {}).get(f"voxcpm_decode_{part}_total", 0.0) for part in DECODE}
+                    for instance, counters in sorted(instances.items())}
         rows.append(row)
     return rows
 
 
+def _decode_line(label: str, d: dict[str, float], level_ms: Optional[float]) -> str:
+    if d["steps"] <= 0:
+        return f"| {label} | 0 | - | - | - | - | - | - |"
+    per_step = lambda seconds: 1000 * seconds / d["steps"]
+    share = lambda seconds: f"{100 * 1000 * seconds / level_ms:.0f}" if level_ms else "-"
+    return (f"| {label} | {d['steps']:.0f} | {d['stream_steps'] / d['steps']:.1f} | "
+            f"{per_step(d['step_seconds']):.2f} | {per_step(d['gate_seconds']):.2f} | "
+            f"{per_step(d['handoff_seconds']):.2f} | {share(d['step_seconds'])} | {share(d['gate_seconds'])} |")
+
+
 def decode_markdown(levels: Sequence[tuple[str, list[dict]]]) -> str:
-    """Per level, the ar_decoder engine thread's time per step (from rows with `decode`); the
-    shares are of the level's wall time when the row has `level_ms`."""
+    """Per level, the ar_decoder engine thread's time per step (from rows with `decode`), then a
+    line per instance where there are several; the shares are of the level's wall time when the row
+    has `level_ms`."""
     lines = ["| level | steps | streams per step | step ms | back-pressure ms per step | hand-off ms per step | "
              "stepping % | back-pressure % |", "|" + "---|" * 8]
     for label, rows in levels:
         for row in rows:
             if "decode" not in row:
                 continue
-            d, level_ms = row["decode"], row.get("level_ms")
-            per_step = lambda seconds: 1000 * seconds / d["steps"]
-            share = lambda seconds: f"{100 * 1000 * seconds / level_ms:.0f}" if level_ms else "-"
-            lines.append(f"| {label} | {d['steps']:.0f} | {d['stream_steps'] / d['steps']:.1f} | "
-                         f"{per_step(d['step_seconds']):.2f} | {per_step(d['gate_seconds']):.2f} | "
-                         f"{per_step(d['handoff_seconds']):.2f} | {share(d['step_seconds'])} | "
-                         f"{share(d['gate_seconds'])} |")
+            lines.append(_decode_line(label, row["decode"], row.get("level_ms")))
+            for instance, d in row.get("decode_instances", {}).items():
+                lines.append(_decode_line(f"{label} {instance}", d, row.get("level_ms")))
     return "\n".join(lines) + "\n" if len(lines) > 2 else ""
 
 

@@ -61,6 +61,35 @@ def test_decoder_engine_time_per_step():
     assert decode_markdown([("c=1", per_model(snapshot(1, 1, 0.0, 0.0), snapshot(2, 2, 0.0, 0.0)))]) == ""
 
 
+def two_decoders(first: tuple[int, int, float], second: tuple[int, int, float]) -> str:
+    """Counters of two ar_decoder instances (one per GPU), each (steps, stream_steps, step_s)."""
+    lines = ['nv_inference_request_success{model="ar_decoder",version="1"} ' + str(first[0] + second[0])]
+    for gpu, (steps, stream_steps, step_s) in enumerate((first, second)):
+        labels = f'{{model="ar_decoder",instance="ar_decoder_0_{gpu}"}}'
+        lines += [f"voxcpm_decode_steps_total{labels} {steps}",
+                  f"voxcpm_decode_stream_steps_total{labels} {stream_steps}",
+                  f"voxcpm_decode_step_seconds_total{labels} {step_s}",
+                  f"voxcpm_decode_gate_seconds_total{labels} 0",
+                  f"voxcpm_decode_handoff_seconds_total{labels} 0"]
+    return "\n".join(lines)
+
+
+def test_decoder_rows_per_instance_with_one_decoder_per_gpu():
+    rows = per_model(two_decoders((10, 10, 0.1), (0, 0, 0.0)), two_decoders((110, 3210, 2.1), (0, 0, 0.0)))
+    decode = rows[0]["decode"]
+    assert (decode["steps"], decode["stream_steps"]) == (100, 3200)  # the instances summed
+    assert rows[0]["decode_instances"]["ar_decoder_0_0"]["stream_steps"] == 3200
+    assert rows[0]["decode_instances"]["ar_decoder_0_1"]["steps"] == 0
+    rows[0]["level_ms"] = 4000.0
+    table = decode_markdown([("c=64", rows)]).splitlines()
+    assert table[2:] == ["| c=64 | 100 | 32.0 | 20.00 | 0.00 | 0.00 | 50 | 0 |",
+                         "| c=64 ar_decoder_0_0 | 100 | 32.0 | 20.00 | 0.00 | 0.00 | 50 | 0 |",
+                         "| c=64 ar_decoder_0_1 | 0 | - | - | - | - | - | - |"]
+    # One instance (the test above): no per-instance lines.
+    one = per_model(decode_snapshot(100, 400, 1.0, 0.0), decode_snapshot(300, 6800, 4.0, 0.5))
+    assert "decode_instances" not in one[0]
+
+
 def stats(batches: dict[int, tuple[int, int]]) -> dict:
     """A /v2/models/stats reply whose vocoder ran `count` executions of each batch size in `ns`."""
     def timing(count: int, ns: int) -> dict:
