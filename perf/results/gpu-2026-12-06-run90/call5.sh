@@ -2,7 +2,8 @@
 # deployment on real hardware for the first time. First the GPU tests that need two GPUs (an engine
 # and a vocoder on the second GPU, driven from threads whose current device is the first), then the
 # served stack as committed (ar_decoder and vocoder: one instance per visible GPU) at 64 and 256
-# streams, to set against the one-GPU figures of calls 1-3.
+# streams, to set against the one-GPU figures of calls 1-3. The summary's engine table has a line
+# per decoder instance (perf/triton_metrics.py): whether Triton spread the streams over both GPUs.
 # carry: ["build/out/session/lib.so.xz", "build/out/session/commit", "build/out/device"]
 set -u
 source perf/device_call_env.sh
@@ -13,15 +14,7 @@ tail -5 $OUT/two_gpu_tests.log
 unset PYTHONPATH VOXCPM_KERNELS_LIB
 rm -f build/out/lt_cache.json
 OUT=$OUT/setup bash perf/gpu_campaign.sh setup > /dev/null 2>&1; at setup $?
-# The campaign's tables sum the decoders' counters; each instance's own stream-steps show whether
-# Triton spread the streams over both GPUs (the last snapshot taken while the server was up).
-(while sleep 3; do
-  m=$($P -c "import urllib.request as u; print(u.urlopen('http://127.0.0.1:8002/metrics', timeout=2).read().decode())" 2>/dev/null) && echo "$m" | grep '^voxcpm_decode_stream_steps_total' \
-  > $OUT/instance_stream_steps.txt; done) &
-WATCH=$!
 LEVELS=64,256 CAMPAIGN_BUDGET_S=$(left 560) OUT=$OUT/served bash perf/gpu_campaign.sh triton | tail -1
 at served $?
-kill $WATCH
-cat $OUT/instance_stream_steps.txt
 sed -n '/^| /p' $OUT/served/summary.md 2>/dev/null | head -30
 grep -h "GPU device" build/out/campaign/results/logs/tritonserver.log 2>/dev/null | head -12
