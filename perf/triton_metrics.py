@@ -38,6 +38,7 @@ from voxcpm_triton.serving.step_meter import COUNTERS as STEP_COUNTERS
 DURATIONS = ("request", "queue", "compute_input", "compute_infer", "compute_output")
 SETTLE_S, SETTLE_TRIES = 0.05, 40  # LevelMetrics waits up to 2 s for the counters to settle
 _LINE = re.compile(r'^((?:nv_inference|voxcpm_decode)_\w+)\{([^}]*)\}\s+([0-9.eE+-]+)$')
+_MODEL, _INSTANCE = re.compile(r'model="([^"]*)"'), re.compile(r'instance="([^"]*)"')
 # The ar_decoder's engine-thread counters (serving/step_meter.py), by their names' middle parts.
 DECODE = tuple(name.removeprefix("voxcpm_decode_").removesuffix("_total") for name, _, _ in STEP_COUNTERS)
 
@@ -50,13 +51,13 @@ def parse(text: str) -> dict[str, dict[str, float]]:
         if not match:
             continue
         name, labels, value = match.groups()
-        model = re.search(r'model="([^"]*)"', labels)
+        model = _MODEL.search(labels)
         if model:
             models[model.group(1)][name] += float(value)
     return models
 
 
-def decode_by_instance(text: str) -> dict[str, dict[str, dict[str, float]]]:
+def _decode_by_instance(text: str) -> dict[str, dict[str, dict[str, float]]]:
     """model -> instance -> the ar_decoder's engine-thread counters (voxcpm_decode_*) of that instance."""
     counters: dict[str, dict[str, dict[str, float]]] = defaultdict(lambda: defaultdict(dict))
     for line in text.splitlines():
@@ -64,7 +65,7 @@ def decode_by_instance(text: str) -> dict[str, dict[str, dict[str, float]]]:
         if not match or not match.group(1).startswith("voxcpm_decode_"):
             continue
         name, labels, value = match.groups()
-        model, instance = re.search(r'model="([^"]*)"', labels), re.search(r'instance="([^"]*)"', labels)
+        model, instance = _MODEL.search(labels), _INSTANCE.search(labels)
         if model and instance:
             counters[model.group(1)][instance.group(1)][name] = float(value)
     return counters
@@ -77,7 +78,7 @@ def _successes(text: str) -> dict[str, float]:
 def per_model(before: str, after: str) -> list[dict]:
     """One row per model with completed requests between the snapshots."""
     old, new = parse(before), parse(after)
-    old_instances, new_instances = decode_by_instance(before), decode_by_instance(after)
+    old_instances, new_instances = _decode_by_instance(before), _decode_by_instance(after)
     rows = []
     for model in sorted(new):
         delta = {name: new[model][name] - old.get(model, {}).get(name, 0.0) for name in new[model]}
