@@ -17,7 +17,8 @@
 # Environment: VOXCPM_GIT_COMMIT (the tree travels without .git), CAMPAIGN_BUDGET_S, PATCHES (50),
 # MIN_REQUESTS (8 per level), LEVELS (1,4,16,64,128,256), REFERENCE_LEVELS (1,4,16), PA_LEVELS
 # ("1 16"), HOST_PYTHON (/opt/torch/.venv/bin/python3: the image's Python with CUDA torch),
-# TRITON_{HTTP,GRPC,METRICS}_PORT (8000-8002, as build/tritonserver.sh).
+# TRITON_{HTTP,GRPC,METRICS}_PORT (8000-8002, as build/tritonserver.sh), PYSPY (a py-spy binary:
+# profile the served part's Python processes, see start_pyspy).
 # Dry run on a CPU machine with build/setup.sh's venv: create build/out/campaign/setup.done, then
 # CAMPAIGN_DEVICE=cpu CAMPAIGN_SIZE=tiny (perf/README.md has the whole command).
 set -u
@@ -156,6 +157,40 @@ sys.exit(f"tritonserver not ready after {limit:.0f} s")
 EOF
 }
 
+# PYSPY=/path/to/py-spy: while stream_load runs, record the Python stacks of the three models' stub
+# processes and of the load client (250 samples/s, without pausing them), and for ar_decoder and the
+# client also which thread holds the GIL, into results/pyspy/ (perf/pyspy_summary.py reads them).
+SPIES=()
+start_pyspy() {  # start_pyspy LOAD_PID (the `timeout` running stream_load)
+    local dir=$RES/pyspy model pid client
+    mkdir -p "$dir"
+    date +%s >"$dir/start"
+    spy() {  # spy NAME PID [--gil]
+        "$PYSPY" record --nonblocking --threads -r 250 -f raw -o "$dir/$1.txt" -p "$2" ${3:-} \
+            >"$dir/$1.log" 2>&1 &
+        SPIES+=($!)
+    }
+    for model in text_encoder ar_decoder vocoder; do
+        pid=$(pgrep -f "triton_python_backend_stub .*/$model/1/model.py" | head -n 1)
+        [ -n "$pid" ] || { echo "pyspy: no stub process for $model"; continue; }
+        spy "$model" "$pid"
+        [ "$model" = ar_decoder ] && spy ar_decoder_gil "$pid" --gil
+    done
+    for _ in $(seq 20); do client=$(pgrep -P "$1" | head -n 1); [ -n "$client" ] && break; sleep 0.1; done
+    if [ -n "$client" ]; then
+        spy client "$client"
+        spy client_gil "$client" --gil
+    fi
+}
+
+stop_pyspy() {
+    [ ${#SPIES[@]} -gt 0 ] || return 0
+    kill -INT "${SPIES[@]}" 2>/dev/null
+    wait "${SPIES[@]}" 2>/dev/null
+    echo $(( $(date +%s) - $(cat "$RES/pyspy/start") )) >"$RES/pyspy/seconds"
+    SPIES=()
+}
+
 triton_session() {
     # Default (KIND_GPU) configs: build/tritonserver.sh picks them when nvidia-smi lists a GPU.
     VOXCPM_CHECKPOINT="$CKPT" setsid "$ROOT/build/tritonserver.sh" >"$LOGS/tritonserver.log" 2>&1 &
@@ -166,7 +201,11 @@ triton_session() {
         timeout -k 5 200 "$VENV/bin/python" -m perf.stream_load --url "$TRITON_GRPC_URL" --out "$RES/ours_triton.json" \
             --levels "$LEVELS" --patches "$PATCHES" --min-requests "$MIN_REQUESTS" --budget-s 140 \
             --metrics-url "http://127.0.0.1:${TRITON_METRICS_PORT:-8002}/metrics" \
-            --stats-url "http://127.0.0.1:${TRITON_HTTP_PORT:-8000}/v2/models/stats" || echo "stream_load failed: $?"
+            --stats-url "http://127.0.0.1:${TRITON_HTTP_PORT:-8000}/v2/models/stats" &
+        local load=$!
+        [ -n "${PYSPY:-}" ] && start_pyspy "$load"
+        wait "$load" || echo "stream_load failed: $?"
+        [ -n "${PYSPY:-}" ] && stop_pyspy
         for c in $PA_LEVELS; do
             timeout -k 5 45 bash "$ROOT/perf/perf_analyzer.sh" "$c" "$RES/perf_analyzer_c$c.json" \
                 >"$LOGS/perf_analyzer_c$c.log" 2>&1 || echo "perf_analyzer c=$c failed: $?"
