@@ -5,7 +5,8 @@
 # ~137 ms for ~60 windows that take ~20 ms in-process: GIL contention was the guess. py-spy records
 # each model's stub and the load client (perf/gpu_campaign.sh PYSPY), perf/pyspy_summary.py tallies.
 # Run as `LIMIT=S bash call1.sh`, S the seconds the call may run.
-# carry: ["build/out/session/lib.so.xz", "build/out/session/commit", "build/out/session/py_spy.whl",
+# py-spy.xz: the py-spy 0.4.3 binary from its manylinux wheel, stripped, xz -9e (the carry limit).
+# carry: ["build/out/session/lib.so.xz", "build/out/session/commit", "build/out/session/py-spy.xz",
 #         "build/out/device"]
 set -u
 source perf/device_call_env.sh
@@ -14,8 +15,7 @@ if nvidia-smi --query-gpu=name --format=csv,noheader | grep -q H200; then
     --modes graph_ops --profile-batches 64 > $OUT/step.log 2>&1; at step $?
   cat $OUT/step/profile_step.md 2>/dev/null || tail -20 $OUT/step.log
 fi
-$P -c "import zipfile, sys; z = zipfile.ZipFile(sys.argv[1]); n = [f for f in z.namelist() if f.endswith('/scripts/py-spy')][0]; open('/tmp/py-spy', 'wb').write(z.read(n))" build/out/session/py_spy.whl
-chmod +x /tmp/py-spy && /tmp/py-spy --version
+unpack_lib build/out/session/py-spy.xz /tmp/py-spy && chmod +x /tmp/py-spy && /tmp/py-spy --version
 unset PYTHONPATH VOXCPM_KERNELS_LIB
 rm -f build/out/lt_cache.json
 OUT=$OUT/setup bash perf/gpu_campaign.sh setup > /dev/null 2>&1; at setup $?
