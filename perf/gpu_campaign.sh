@@ -164,7 +164,7 @@ SPIES=()
 start_pyspy() {  # start_pyspy LOAD_PID (the `timeout` running stream_load)
     local dir=$RES/pyspy model pid client
     mkdir -p "$dir"
-    date +%s >"$dir/start"
+    date +%s%N >"$dir/start"
     spy() {  # spy NAME PID [--gil]
         "$PYSPY" record --nonblocking --threads -r 250 -f raw -o "$dir/$1.txt" -p "$2" ${3:-} \
             >"$dir/$1.log" 2>&1 &
@@ -187,7 +187,7 @@ stop_pyspy() {
     [ ${#SPIES[@]} -gt 0 ] || return 0
     kill -INT "${SPIES[@]}" 2>/dev/null
     wait "${SPIES[@]}" 2>/dev/null
-    echo $(( $(date +%s) - $(cat "$RES/pyspy/start") )) >"$RES/pyspy/seconds"
+    awk -v now="$(date +%s%N)" '{ printf "%.2f\n", (now - $1) / 1e9 }' "$RES/pyspy/start" >"$RES/pyspy/seconds"
     SPIES=()
 }
 
