@@ -4,8 +4,9 @@ samples, and with `--gil` recordings, who holds the GIL.
 A raw file has one line per distinct stack, `thread (TID): NAME;frame;frame;... COUNT`, each frame
 `function (file:line)` (`py-spy record --threads -f raw`). Per file this prints the samples per
 thread, the frames that most samples end in (self) and that most samples pass through (inclusive,
-each frame counted once per stack). Given the recording's rate and length, it also prints the share of
-the wall time the samples cover: with `--gil`, the share during which some thread held the GIL.
+each frame counted once per stack, threading.py's left out). Given the recording's rate and
+length, it also prints the share of the wall time the samples cover: with `--gil`, the share during
+which some thread held the GIL.
 
     python -m perf.pyspy_summary pyspy_ar_decoder_gil.txt --rate 250 --seconds 12
 """
@@ -58,7 +59,8 @@ def parse(lines: Iterable[str]) -> Recording:
         if names:
             recording.self_frames[f"{thread}: {names[-1]}"] += count
         for name in set(names):
-            recording.inclusive_frames[f"{thread}: {name}"] += count
+            if not name.endswith("(threading.py)"):  # every thread's bootstrap, run(): no information
+                recording.inclusive_frames[f"{thread}: {name}"] += count
     return recording
 
 

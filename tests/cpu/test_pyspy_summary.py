@@ -8,7 +8,7 @@ import pytest
 from perf.pyspy_summary import parse, render
 
 RAW = """\
-thread (0x7F01): engine;run (engine_loop.py:80);step (engine.py:120);replay (cuda_graphs.py:40) 60
+thread (0x7F01): engine;Thread.run (threading.py:982);run (engine_loop.py:80);step (engine.py:120);replay (cuda_graphs.py:40) 60
 thread (0x7F01): engine;run (engine_loop.py:80);step (engine.py:131);book (scheduler.py:12) 20
 thread (4012): Thread-3 (deliver);deliver (engine_loop.py:200);send_window (model.py:40) 15
 thread (4013): Thread-4 (deliver);deliver (engine_loop.py:200);send_window (model.py:41) 5
@@ -26,6 +26,7 @@ def test_counts_per_thread_and_frame():
     # Inclusive: every frame of a stack once.
     assert recording.inclusive_frames["engine: step (engine.py)"] == 80
     assert recording.inclusive_frames["engine: run (engine_loop.py)"] == 80
+    assert not any("threading.py" in frame for frame in recording.inclusive_frames)
 
 
 def test_render_shares_of_wall_time():
