@@ -348,3 +348,35 @@ def test_streams_are_shared_among_delivery_threads_in_order(model, delivery_thre
 def test_delivery_threads_must_be_positive(model):
     with pytest.raises(ValueError, match="delivery_threads"):
         EngineLoop(_engine(model), delivery_threads=0)
+
+
+def test_after_first_patches_names_each_stream_once_before_the_next_step(model):
+    lengths = {"a#0": 3, "b#1": 5}
+    calls: list[tuple[list[str], int]] = []
+    published: list[StepTotals] = []
+
+    def after_first(ids, live):
+        calls.append((list(ids), live))
+        time.sleep(0.05)  # the wait counts as back-pressure in the meter
+
+    loop = EngineLoop(_engine(model), after_first_patches=after_first,
+                      meter=StepMeter(published.append, period_s=3600))
+    sinks = {rid: ListSink() for rid in lengths}
+    for i, (rid, n) in enumerate(lengths.items()):
+        loop.submit(_request(model, rid, [5 + i, 9, 12], n, seed=i), sinks[rid])
+    loop.start()
+    for sink in sinks.values():
+        assert sink.ended.wait(60)
+    late = ListSink()
+    loop.submit(_request(model, "c#2", [6, 9], 2, seed=3), late)  # admitted after the others ended
+    assert late.ended.wait(60)
+    loop.stop()
+    named = [rid for ids, _ in calls for rid in ids]
+    assert sorted(named) == ["a#0", "b#1", "c#2"]  # each stream once, whatever the step it began in
+    assert calls[-1] == (["c#2"], 1)  # with the live streams at that moment
+    # Published whenever the engine runs out of work: after a and b, and after c.
+    deadline = time.monotonic() + 10
+    while sum(totals.steps for totals in published) < 3 + 2 + (5 - 3):
+        assert time.monotonic() < deadline
+        time.sleep(0.01)
+    assert sum(totals.gate_s for totals in published) >= 0.05 * len(calls)

@@ -46,9 +46,12 @@ class EngineLoop:
     `cancel_source`, when given, is called once per step and delivery thread with that thread's
     live stream ids and returns those to end (the ar_decoder's view of cancellations posted by its
     other instances). `before_step`, when given, is called with the number of live streams before
-    each step and may block (back-pressure). `delivery_threads` share the streams' sinks. A window
-    sent carries at most `chunk_patches` new patches (1: each patch in its own window). `meter`,
-    when given, records each step's times (the engine thread's share of served time)."""
+    each step and may block (back-pressure). `after_first_patches`, when given, is called before
+    the next step with the ids of the streams whose first patch the last step made and the number
+    of live streams, and may block (first_window_gate.FirstWindowGate). `delivery_threads` share
+    the streams' sinks. A window sent carries at most `chunk_patches` new patches (1: each patch in
+    its own window). `meter`, when given, records each step's times (the engine thread's share of
+    served time); both waits before a step count as back-pressure there."""
 
     def __init__(
         self,
@@ -57,6 +60,7 @@ class EngineLoop:
         cancel_checks_per_step: int = 8,
         cancel_source: Callable[[list[str]], list[str]] | None = None,
         before_step: Callable[[int], None] | None = None,
+        after_first_patches: Callable[[list[str], int], None] | None = None,
         delivery_threads: int = 4,
         chunk_patches: int = 1,
         meter: StepMeter | None = None,
@@ -72,6 +76,9 @@ class EngineLoop:
         self._cancel_checks = cancel_checks_per_step
         self._cancel_source = cancel_source
         self._before_step = before_step
+        self._after_first_patches = after_first_patches
+        self._begun: set[str] = set()  # streams that have had a patch (the engine thread's)
+        self._first_patches: list[str] = []  # streams whose first patch the last step made
         self._meter = meter
         self._sinks: dict[str, StreamSink] = {}
         self._chunk_patches = chunk_patches
@@ -164,6 +171,10 @@ class EngineLoop:
                 if self._stopping:
                     return
             started = time.perf_counter()
+            if self._first_patches:
+                if self._after_first_patches is not None:
+                    self._after_first_patches(self._first_patches, self.live_streams)
+                self._first_patches = []
             if self._before_step is not None:
                 self._before_step(self.live_streams)
             gated = time.perf_counter()
@@ -181,6 +192,11 @@ class EngineLoop:
                     owner = self._owner.get(output.request_id)
                     if owner is not None:
                         shares[owner].append(output)
+                        if output.request_id not in self._begun and not output.error:
+                            self._begun.add(output.request_id)
+                            self._first_patches.append(output.request_id)
+                # Streams that have ended leave the set (only this thread uses it).
+                self._begun &= self._sinks.keys()
             for outbox, share in zip(self._outboxes, shares):
                 outbox.put(share)  # waits while that thread still delivers two steps
             if self._meter is not None:

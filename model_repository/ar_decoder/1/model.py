@@ -14,6 +14,7 @@ from voxcpm_triton.engine.engine import Engine
 from voxcpm_triton.serving import inputs, model_settings
 from voxcpm_triton.serving.cancel_board import CancelBoard, board_folder
 from voxcpm_triton.serving.engine_loop import EngineLoop
+from voxcpm_triton.serving.first_window_gate import FirstWindowGate
 from voxcpm_triton.serving.orphan_guard import exit_with_server
 from voxcpm_triton.serving.request_tensors import WIRE_DTYPES, from_wire
 from voxcpm_triton.serving.step_meter import COUNTERS, StepMeter
@@ -109,6 +110,8 @@ class TritonPythonModel:
         # Every setting is read before anything is loaded or any shared board claimed, so a bad one
         # fails the load early and leaves nothing behind.
         windows_ahead = model_settings.int_parameter(parameters, "windows_ahead", 2, 0, 1 << 20)
+        first_window_wait_ms = model_settings.int_parameter(parameters, "first_window_wait_ms", 0, 0, 1000)
+        first_window_streams = model_settings.int_parameter(parameters, "first_window_streams", 16, 1, 1 << 20)
         chunk_patches = model_settings.chunk_patches(parameters)
         max_slots = model_settings.int_parameter(parameters, "max_slots", 64, 1, 4096)
         max_context = model_settings.int_parameter(parameters, "max_context", 4096, 16, 1 << 20)
@@ -136,9 +139,12 @@ class TritonPythonModel:
         self.window_counter = WindowCounter(counter_path(os.getppid()), "sent")
         self.acks = AckBoard(board_path(os.getppid()))
         gate = BacklogGate(self.window_counter, windows_ahead).wait if windows_ahead else None
+        first_windows = None
+        if first_window_wait_ms:
+            first_windows = FirstWindowGate(self.acks, first_window_wait_ms / 1000.0, first_window_streams).wait
         self.loop = EngineLoop(
             engine, on_live_slots=self._report_slots, cancel_source=self._posted_cancels, before_step=gate,
-            chunk_patches=chunk_patches,
+            after_first_patches=first_windows, chunk_patches=chunk_patches,
             meter=StepMeter(self.step_counters.publish),
         )
         self.loop.start()
