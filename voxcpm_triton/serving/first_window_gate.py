@@ -7,7 +7,8 @@ step, which starts as soon as the previous one ends. On an H100 a one-window voc
 that made some streams' first patches, the engine thread waits until the vocoder has decoded
 their first windows (AckBoard's per-id count), or at most `wait_s`. The pause costs the running
 streams one vocoder call per admission. That is cheap at a few streams and not at many, so it
-applies only while at most `max_streams` streams are live.
+applies only while at most `max_streams` streams are live. Served on an H100 (run 91), the first
+audio at one stream came 4.2 ms sooner without MPS (18.2 -> 14.0 ms) and 0-0.7 ms under MPS.
 """
 
 from __future__ import annotations
