@@ -111,7 +111,7 @@ class TritonPythonModel:
         # fails the load early and leaves nothing behind.
         windows_ahead = model_settings.int_parameter(parameters, "windows_ahead", 2, 0, 1 << 20)
         first_window_wait_ms = model_settings.int_parameter(parameters, "first_window_wait_ms", 0, 0, 1000)
-        first_window_streams = model_settings.int_parameter(parameters, "first_window_streams", 16, 1, 1 << 20)
+        first_window_streams = model_settings.int_parameter(parameters, "first_window_streams", 4, 1, 1 << 20)
         chunk_patches = model_settings.chunk_patches(parameters)
         max_slots = model_settings.int_parameter(parameters, "max_slots", 64, 1, 4096)
         max_context = model_settings.int_parameter(parameters, "max_context", 4096, 16, 1 << 20)
