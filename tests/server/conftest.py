@@ -3,8 +3,10 @@ model_repository/ on free loopback ports for the whole session."""
 
 from __future__ import annotations
 
+import shutil
 import sys
 from pathlib import Path
+from typing import Iterator
 
 import pytest
 
@@ -38,3 +40,16 @@ def triton_server(tiny_checkpoint, tmp_path_factory) -> TritonServer:
     yield server
     server.stop()
 
+
+def server_with_decoder_config(tiny_checkpoint: Path, folder: Path, old: str, new: str) -> Iterator[TritonServer]:
+    """A second server, on a copy of model_repository/ whose ar_decoder CPU config has the line `old`
+    (which must occur once) replaced by `new`; the committed repository is unchanged."""
+    repository = folder / "model_repository"
+    shutil.copytree(REPO / "model_repository", repository, ignore=shutil.ignore_patterns("__pycache__"))
+    config = repository / "ar_decoder" / "configs" / "cpu.pbtxt"
+    text = config.read_text()
+    assert text.count(old) == 1, f"{config} no longer holds {old!r}"
+    config.write_text(text.replace(old, new))
+    server = start_server(repository, folder, {"VOXCPM_CHECKPOINT": str(tiny_checkpoint)})
+    yield server
+    server.stop()

@@ -9,14 +9,12 @@ by that limit."""
 
 from __future__ import annotations
 
-import shutil
 import time
 
 import numpy as np
 import pytest
-from conftest import REPO
+from conftest import server_with_decoder_config
 from test_concurrent_streams import REQUESTS, _run
-from tritonserver_process import start_server
 
 from client.streaming import VoxCPMClient
 
@@ -29,15 +27,7 @@ LIMIT_S = 1.0
 
 @pytest.fixture(scope="module")
 def gated_server(tiny_checkpoint, tmp_path_factory):
-    repository = tmp_path_factory.mktemp("first-window") / "model_repository"
-    shutil.copytree(REPO / "model_repository", repository, ignore=shutil.ignore_patterns("__pycache__"))
-    config = repository / "ar_decoder" / "configs" / "cpu.pbtxt"
-    text = config.read_text()
-    assert text.count(OFF) == 1, f"{config} no longer holds {OFF!r}"
-    config.write_text(text.replace(OFF, ON))
-    server = start_server(repository, repository.parent, {"VOXCPM_CHECKPOINT": str(tiny_checkpoint)})
-    yield server
-    server.stop()
+    yield from server_with_decoder_config(tiny_checkpoint, tmp_path_factory.mktemp("first-window"), OFF, ON)
 
 
 def test_streams_equal_the_ungated_server_and_are_released_by_the_vocoder(gated_server, triton_server):

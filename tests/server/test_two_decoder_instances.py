@@ -9,16 +9,14 @@ per-instance `voxcpm_live_slots` gauge."""
 from __future__ import annotations
 
 import re
-import shutil
 import threading
 import time
 from concurrent.futures import ThreadPoolExecutor
 
 import numpy as np
 import pytest
-from conftest import REPO
+from conftest import server_with_decoder_config
 from test_concurrent_streams import REQUESTS, _run
-from tritonserver_process import start_server
 
 from client.streaming import VoxCPMClient
 
@@ -32,15 +30,7 @@ LONG_SECONDS = 60.0  # never reached: the long streams are cancelled (the checkp
 
 @pytest.fixture(scope="module")
 def two_decoders(tiny_checkpoint, tmp_path_factory):
-    repository = tmp_path_factory.mktemp("two-decoders") / "model_repository"
-    shutil.copytree(REPO / "model_repository", repository, ignore=shutil.ignore_patterns("__pycache__"))
-    config = repository / "ar_decoder" / "configs" / "cpu.pbtxt"
-    text = config.read_text()
-    assert text.count(ONE_INSTANCE) == 1, f"{config} no longer holds {ONE_INSTANCE!r}"
-    config.write_text(text.replace(ONE_INSTANCE, TWO_INSTANCES))
-    server = start_server(repository, repository.parent, {"VOXCPM_CHECKPOINT": str(tiny_checkpoint)})
-    yield server
-    server.stop()
+    yield from server_with_decoder_config(tiny_checkpoint, tmp_path_factory.mktemp("two-decoders"), ONE_INSTANCE, TWO_INSTANCES)
 
 
 @pytest.fixture(scope="module")
