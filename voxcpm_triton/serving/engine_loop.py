@@ -77,7 +77,6 @@ class EngineLoop:
         self._cancel_source = cancel_source
         self._before_step = before_step
         self._after_first_patches = after_first_patches
-        self._begun: set[str] = set()  # streams that have had a patch (the engine thread's)
         self._first_patches: list[str] = []  # streams whose first patch the last step made
         self._meter = meter
         self._sinks: dict[str, StreamSink] = {}
@@ -192,11 +191,8 @@ class EngineLoop:
                     owner = self._owner.get(output.request_id)
                     if owner is not None:
                         shares[owner].append(output)
-                        if output.request_id not in self._begun and not output.error:
-                            self._begun.add(output.request_id)
+                        if output.patch_index == 0:
                             self._first_patches.append(output.request_id)
-                # Streams that have ended leave the set (only this thread uses it).
-                self._begun &= self._sinks.keys()
             for outbox, share in zip(self._outboxes, shares):
                 outbox.put(share)  # waits while that thread still delivers two steps
             if self._meter is not None:
