@@ -16,6 +16,8 @@ from __future__ import annotations
 import time
 from typing import Callable, Iterable, Protocol
 
+from voxcpm_triton.serving.stream_ids import request_id_of
+
 
 class DecodedWindows(Protocol):
     def decoded(self, request_id: str) -> tuple[int, float] | None: ...
@@ -23,7 +25,7 @@ class DecodedWindows(Protocol):
 
 class FirstWindowGate:
     """wait(stream_ids, live_streams): block until each stream's first window has been decoded, or
-    `wait_s` has passed. Stream ids are the ar_decoder's `<Triton request id>#<n>`; the board is
+    `wait_s` has passed. Stream ids are the ar_decoder's (stream_ids.py); the board is
     keyed by the Triton request id, and a stream without one is never waited for."""
 
     def __init__(self, board: DecodedWindows, wait_s: float, max_streams: int, poll_s: float = 0.0002,
@@ -42,7 +44,7 @@ class FirstWindowGate:
     def wait(self, stream_ids: Iterable[str], live_streams: int) -> None:
         if live_streams > self.max_streams:
             return
-        pending = {stream_id.rpartition("#")[0] for stream_id in stream_ids} - {""}
+        pending = {request_id_of(stream_id) for stream_id in stream_ids} - {""}
         deadline = self._clock() + self.wait_s
         while pending:
             pending = {request_id for request_id in pending if self.board.decoded(request_id) is None}

@@ -18,6 +18,7 @@ from voxcpm_triton.serving.first_window_gate import FirstWindowGate
 from voxcpm_triton.serving.orphan_guard import exit_with_server
 from voxcpm_triton.serving.request_tensors import WIRE_DTYPES, from_wire
 from voxcpm_triton.serving.step_meter import COUNTERS, StepMeter
+from voxcpm_triton.serving.stream_ids import new_stream_id, request_id_of
 from voxcpm_triton.serving.window_acks import AckBoard, StreamWatch, board_path
 from voxcpm_triton.serving.window_backlog import BacklogGate, WindowCounter, counter_path
 from voxcpm_triton.serving.warm_up import warm_up_engine
@@ -177,8 +178,7 @@ class TritonPythonModel:
             for name in WIRE_DTYPES:
                 tensor = pb_utils.get_input_tensor_by_name(request, name)
                 arrays[name] = None if tensor is None else tensor.as_numpy()
-            # The client's request id stays recognisable for CANCEL_ID; the counter makes it unique.
-            stream_id = f"{request.request_id()}#{next(self.ids)}"
+            stream_id = new_stream_id(request.request_id(), next(self.ids))
             try:
                 generation = from_wire(arrays, stream_id)
             except ValueError as exc:
@@ -198,7 +198,7 @@ class TritonPythonModel:
         if not client_id:
             sink.fail("CANCEL_ID is empty; send the request id of the stream to end")
             return
-        streams = [sid for sid in self.loop.stream_ids() if sid.rpartition("#")[0] == client_id]
+        streams = [sid for sid in self.loop.stream_ids() if request_id_of(sid) == client_id]
         if streams:
             self.loop.cancel(streams)
         else:
@@ -208,7 +208,7 @@ class TritonPythonModel:
     def _posted_cancels(self, stream_ids):
         by_client = {}
         for stream_id in stream_ids:
-            by_client.setdefault(stream_id.rpartition("#")[0], []).append(stream_id)
+            by_client.setdefault(request_id_of(stream_id), []).append(stream_id)
         taken = self.board.take([client_id for client_id in by_client if client_id])
         return [stream_id for client_id in taken for stream_id in by_client[client_id]]
 
