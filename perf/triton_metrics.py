@@ -31,7 +31,7 @@ import time
 import urllib.request
 from collections import defaultdict
 from pathlib import Path
-from typing import Callable, Optional, Sequence
+from typing import Callable, Iterator, Optional, Sequence
 
 from voxcpm_triton.serving.step_meter import COUNTERS as STEP_COUNTERS
 
@@ -43,31 +43,34 @@ _MODEL, _INSTANCE = re.compile(r'model="([^"]*)"'), re.compile(r'instance="([^"]
 DECODE = tuple(name.removeprefix("voxcpm_decode_").removesuffix("_total") for name, _, _ in STEP_COUNTERS)
 
 
+def _samples(text: str) -> Iterator[tuple[str, str, float]]:
+    """(metric name, labels, value) of every nv_inference_* / voxcpm_decode_* line."""
+    for line in text.splitlines():
+        match = _LINE.match(line.strip())
+        if match:
+            name, labels, value = match.groups()
+            yield name, labels, float(value)
+
+
 def parse(text: str) -> dict[str, dict[str, float]]:
     """model -> metric name -> value, summed over versions and other labels."""
     models: dict[str, dict[str, float]] = defaultdict(lambda: defaultdict(float))
-    for line in text.splitlines():
-        match = _LINE.match(line.strip())
-        if not match:
-            continue
-        name, labels, value = match.groups()
+    for name, labels, value in _samples(text):
         model = _MODEL.search(labels)
         if model:
-            models[model.group(1)][name] += float(value)
+            models[model.group(1)][name] += value
     return models
 
 
 def _decode_by_instance(text: str) -> dict[str, dict[str, dict[str, float]]]:
     """model -> instance -> the ar_decoder's engine-thread counters (voxcpm_decode_*) of that instance."""
     counters: dict[str, dict[str, dict[str, float]]] = defaultdict(lambda: defaultdict(dict))
-    for line in text.splitlines():
-        match = _LINE.match(line.strip())
-        if not match or not match.group(1).startswith("voxcpm_decode_"):
+    for name, labels, value in _samples(text):
+        if not name.startswith("voxcpm_decode_"):
             continue
-        name, labels, value = match.groups()
         model, instance = _MODEL.search(labels), _INSTANCE.search(labels)
         if model and instance:
-            counters[model.group(1)][instance.group(1)][name] = float(value)
+            counters[model.group(1)][instance.group(1)][name] = value
     return counters
 
 
