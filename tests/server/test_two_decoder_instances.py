@@ -25,6 +25,7 @@ pytestmark = pytest.mark.server
 ONE_INSTANCE = "instance_group [ { kind: KIND_CPU count: 1 } ]"
 TWO_INSTANCES = "instance_group [ { kind: KIND_CPU count: 2 } ]"
 SLOTS_SAMPLE = re.compile(r'^voxcpm_live_slots\{[^}]*instance="([^"]+)"[^}]*\} (\S+)$')
+MAX_BURSTS = 5
 LONG_SECONDS = 60.0  # never reached: the long streams are cancelled (the checkpoint never stops)
 
 
@@ -98,16 +99,24 @@ def test_two_instances_load_and_start_idle(two_decoders):
 
 
 def test_concurrent_streams_spread_over_both_instances_and_equal_their_solo_output(two_decoders, solo_outputs):
+    """Which instance takes a request is Triton's choice, made as the text_encoder hands requests on:
+    on a loaded machine one burst can land wholly in one instance (once in ~5 clean-clone runs on 2
+    cores). So bursts repeat, each checked, until both instances have served; five in a row on one
+    instance would mean Triton is not spreading them."""
     url = two_decoders.grpc_url
-    with PeakSlots(two_decoders) as peak, ThreadPoolExecutor(len(REQUESTS)) as pool:
-        together = list(pool.map(lambda request: _run(url, *request), REQUESTS))
-    for (text, _, _), alone, batched in zip(REQUESTS, solo_outputs, together):
-        assert_same_audio(batched, alone, text)
-    assert len(peak.peak) == 2 and all(value >= 1 for value in peak.peak.values()), (
-        f"most live slots per instance: {peak.peak}; both instances should have served streams"
-    )
-    assert sum(peak.peak.values()) <= len(REQUESTS)
-    assert wait_slots(two_decoders, dict.fromkeys(peak.peak, 0.0)) == dict.fromkeys(peak.peak, 0.0)
+    served: dict[str, float] = {}
+    for _ in range(MAX_BURSTS):
+        with PeakSlots(two_decoders) as peak, ThreadPoolExecutor(len(REQUESTS)) as pool:
+            together = list(pool.map(lambda request: _run(url, *request), REQUESTS))
+        for (text, _, _), alone, batched in zip(REQUESTS, solo_outputs, together):
+            assert_same_audio(batched, alone, text)
+        assert sum(peak.peak.values()) <= len(REQUESTS)
+        assert wait_slots(two_decoders, dict.fromkeys(peak.peak, 0.0)) == dict.fromkeys(peak.peak, 0.0)
+        for name, value in peak.peak.items():
+            served[name] = max(served.get(name, 0.0), value)
+        if len(served) == 2 and all(value >= 1 for value in served.values()):
+            return
+    raise AssertionError(f"most live slots per instance over {MAX_BURSTS} bursts: {served}; both instances should have served streams")
 
 
 def _admit_one_long_stream_per_instance(url: str, server) -> dict[str, tuple]:
