@@ -196,6 +196,10 @@ class Attention(nn.Module):
         k = k.view(batch, self.num_kv_heads, self.head_dim)
         v = v.view(batch, self.num_kv_heads, self.head_dim)
         cos, sin = rope_tables if rope_tables is not None else (None, None)
+        if ops.rope_decode_takes(q, k, v, k_cache, cos):
+            out = ops.rope_decode_attention(q, k, v, k_cache, v_cache, positions, slot_ids, lengths, cos, sin,
+                                            norm_input, norm_eps)
+            return out.reshape(batch, self.num_heads * self.head_dim)
         q = ops.rope_kv_write(q, k, v, k_cache, v_cache, positions, slot_ids, cos, sin, norm_input, norm_eps)
         out = ops.decode_attention(q, k_cache, v_cache, slot_ids, lengths)
         return out.reshape(batch, self.num_heads * self.head_dim)
