@@ -22,6 +22,11 @@
 // Logits accumulate in fp32 (products of 16-bit values are exact); the probabilities enter the
 // tensor cores as hi + lo 16-bit parts (two mma), keeping ~16 of their mantissa bits. The warps'
 // partial softmax states are merged through shared memory at the end.
+// voxcpm_decode_attention_rope folds rope_kv_write into this kernel (ROPE): q comes raw from the
+// projection and is rotated in the registers it is loaded into (the permuted order keeps dims d and
+// d + D / 2 in one lane), and the blocks whose split reads the token's position write its rotated
+// k and its v there before their warps load keys. At one stream that saved a kernel boundary per LM
+// layer (perf/RESULTS.md run 95).
 //
 // fp32 (and older GPUs, or VOXCPM_DECODE_ATTENTION_MMA=0 for A/B timing): the CUDA-core kernel, 8
 // query heads per block over 128-key tiles of logits in shared memory.
