@@ -22,16 +22,23 @@
 // Logits accumulate in fp32 (products of 16-bit values are exact); the probabilities enter the
 // tensor cores as hi + lo 16-bit parts (two mma), keeping ~16 of their mantissa bits. The warps'
 // partial softmax states are merged through shared memory at the end.
+// voxcpm_decode_attention_rope folds rope_kv_write into this kernel (ROPE): q comes raw from the
+// projection and is rotated in the registers it is loaded into (the permuted order keeps dims d and
+// d + D / 2 in one lane), and the blocks whose split reads the token's position write its rotated
+// k and its v there before their warps load keys. At one stream that saved a kernel boundary per LM
+// layer (perf/RESULTS.md run 95).
 //
 // fp32 (and older GPUs, or VOXCPM_DECODE_ATTENTION_MMA=0 for A/B timing): the CUDA-core kernel, 8
 // query heads per block over 128-key tiles of logits in shared memory.
 #include <math.h>
 #include <stdlib.h>
 
+#include <initializer_list>
 #include <type_traits>
 
 #include "common.cuh"
 #include "mma.cuh"
+#include "row_statistic.cuh"
 
 namespace voxcpm {
 namespace {
@@ -41,7 +48,8 @@ constexpr int kMaxSplits = 256;
 constexpr float kLog2e = 1.4426950408889634f;
 
 struct AttnArgs {
-    const void* q;
+    const void* q;  // [batch] rows of q_row_stride elements, q_heads x head_dim each
+    int64_t q_row_stride;
     const void* k_cache;
     const void* v_cache;
     int64_t slot_stride, head_stride, pos_stride;
@@ -55,6 +63,20 @@ struct AttnArgs {
     int q_heads, kv_heads, num_splits;
     int heads_per_block;  // tensor-core kernel: query heads of one group per block (<= 16)
     float scale_log2;  // softmax scale folded with log2(e): exp2 replaces exp
+    // With the rotation folded in (voxcpm_decode_attention_rope): q is the qkv projection's raw q,
+    // and this token's raw k and v rows are written, rotated (and scaled), to the cache at
+    // positions[b] by the blocks that read that position (rope_kv_write's work).
+    const void* k_new;
+    const void* v_new;
+    int64_t kv_row_stride;
+    const int32_t* positions;
+    const float* cos;  // [table_len, head_dim] or NULL
+    const float* sin;
+    int64_t table_len;
+    const void* norm_input;  // [batch, hidden] or NULL: q, k and v scaled by the row's RMSNorm statistic
+    int hidden;
+    int norm_vectors;
+    float eps;
 };
 
 // The live key range [start, end) of a block's split (empty for padding rows, unknown slots and
@@ -393,7 +415,108 @@ __device__ __forceinline__ void attend_step(WarpState<D, NH>& st, const StepRegs
         }
 }
 
-template <typename T, int D, int NH, int W>
+// The two 16-bit values of a register (element 2i in the low half), as floats.
+template <typename T> __device__ __forceinline__ float2 unpack_pair(uint32_t w);
+template <> __device__ __forceinline__ float2 unpack_pair<__nv_bfloat16>(uint32_t w) {
+    return make_float2(__uint_as_float(w << 16), __uint_as_float(w & 0xffff0000u));
+}
+template <> __device__ __forceinline__ float2 unpack_pair<__half>(uint32_t w) {
+    return __half22float2(*reinterpret_cast<const __half2*>(&w));
+}
+
+// Rotate-half RoPE of lane (g, q)'s registers of one row, dims 32j + 8q.. (j < D / 32, as the key
+// loads order them: dims d and d + D / 2 sit in words j and j + D / 64 of the same lane), each value
+// first multiplied by `factor`, rounded to T once. Products rounded on their own, as rope_kv_write.
+template <typename T, int D>
+__device__ __forceinline__ void rotate_row(uint32_t (&row)[D / 32][4], const float* cos_row, const float* sin_row,
+                                           int q, float factor) {
+#pragma unroll
+    for (int j = 0; j < D / 64; ++j)
+#pragma unroll
+        for (int w = 0; w < 4; ++w) {
+            const float2 first = unpack_pair<T>(row[j][w]);
+            const float2 second = unpack_pair<T>(row[j + D / 64][w]);
+            float x1[2] = {first.x * factor, first.y * factor};
+            float x2[2] = {second.x * factor, second.y * factor};
+            if (cos_row != nullptr) {
+#pragma unroll
+                for (int c = 0; c < 2; ++c) {
+                    const int d = 32 * j + 8 * q + 2 * w + c;
+                    const float y1 = __fadd_rn(__fmul_rn(x1[c], cos_row[d]), __fmul_rn(-x2[c], sin_row[d]));
+                    const float y2 = __fadd_rn(__fmul_rn(x2[c], cos_row[d + D / 2]), __fmul_rn(x1[c], sin_row[d + D / 2]));
+                    x1[c] = y1;
+                    x2[c] = y2;
+                }
+            }
+            row[j][w] = Mma<T>::pack(x1[0], x1[1]);
+            row[j + D / 64][w] = Mma<T>::pack(x2[0], x2[1]);
+        }
+}
+
+// rope_kv_write's work for stream b inside the attention kernel: q rotated in its registers, and
+// this token's k (rotated) and v written to the cache by the blocks whose split reads their position
+// (by split 0's where none does), before any of their warps loads a key. The caller's block barrier
+// follows. All threads of the block call it (the statistic is a block reduction).
+template <typename T, int D, int NH>
+__device__ __forceinline__ void fold_rope(const AttnArgs& a, int64_t b, int kv_head, int split, const KeyRange& range,
+                                          uint32_t (&qa)[NH][D / 32][4], int q) {
+    __shared__ float scratch[32];
+    float factor = 1.f;
+    if (a.norm_input != nullptr) {
+        const T* row = static_cast<const T*>(a.norm_input) + b * a.hidden;
+        const float sum_sq = a.norm_vectors ? block_row_sum_squares<T, 16 / sizeof(T)>(row, a.hidden, scratch)
+                                            : block_row_sum_squares<T, 1>(row, a.hidden, scratch);
+        factor = rms_scale(sum_sq, a.hidden, a.eps);
+    }
+    const int32_t pos = a.positions[b];
+    const int64_t table_pos = pos < 0 ? 0 : (pos >= a.table_len ? a.table_len - 1 : pos);
+    const float* cos_row = a.cos == nullptr ? nullptr : a.cos + table_pos * D;
+    const float* sin_row = a.sin == nullptr ? nullptr : a.sin + table_pos * D;
+#pragma unroll
+    for (int nh = 0; nh < NH; ++nh) rotate_row<T, D>(qa[nh], cos_row, sin_row, q, factor);
+
+    const int32_t slot = a.slot_ids[b];
+    const bool in_cache = slot >= 0 && slot < a.num_slots && pos >= 0 && pos < a.max_len;
+    const bool read_here = pos >= range.start && pos < range.end;
+    const bool read_anywhere = pos < a.lengths[b] && pos < a.max_len;
+    if (!in_cache || !(read_here || (!read_anywhere && split == 0))) return;
+    const int64_t at = slot * a.slot_stride + kv_head * a.head_stride + pos * a.pos_stride;
+    const T* k_src = static_cast<const T*>(a.k_new) + b * a.kv_row_stride + kv_head * D;
+    const T* v_src = static_cast<const T*>(a.v_new) + b * a.kv_row_stride + kv_head * D;
+    // The caches are written here only, at a position no other block of this launch reads.
+    T* k_dst = static_cast<T*>(const_cast<void*>(a.k_cache)) + at;
+    T* v_dst = static_cast<T*>(const_cast<void*>(a.v_cache)) + at;
+    constexpr int kPairs = D / 2 / 8;
+    for (int i = threadIdx.x; i < kPairs + D / 8; i += blockDim.x) {
+        float x1[8], x2[8];
+        if (i < kPairs) {
+            const int d = i * 8;
+            load_vec<T, 8>(k_src + d, x1);
+            load_vec<T, 8>(k_src + d + D / 2, x2);
+#pragma unroll
+            for (int e = 0; e < 8; ++e) {
+                x1[e] *= factor;
+                x2[e] *= factor;
+                if (cos_row != nullptr) {
+                    const float y1 = __fadd_rn(__fmul_rn(x1[e], cos_row[d + e]), __fmul_rn(-x2[e], sin_row[d + e]));
+                    const float y2 = __fadd_rn(__fmul_rn(x2[e], cos_row[d + D / 2 + e]), __fmul_rn(x1[e], sin_row[d + D / 2 + e]));
+                    x1[e] = y1;
+                    x2[e] = y2;
+                }
+            }
+            store_vec<T, 8>(k_dst + d, x1);
+            store_vec<T, 8>(k_dst + d + D / 2, x2);
+        } else {
+            const int d = (i - kPairs) * 8;
+            load_vec<T, 8>(v_src + d, x1);
+#pragma unroll
+            for (int e = 0; e < 8; ++e) x1[e] *= factor;
+            store_vec<T, 8>(v_dst + d, x1);
+        }
+    }
+}
+
+template <typename T, int D, int NH, int W, bool ROPE>
 __global__ void __launch_bounds__(W * 32, 8 / W) decode_attention_mma_kernel(AttnArgs a) {
     constexpr int HB = 8 * NH;  // head rows of the block's tiles
     static_assert(D % 64 == 0, "head_dim must be a multiple of 64");
@@ -421,7 +544,7 @@ __global__ void __launch_bounds__(W * 32, 8 / W) decode_attention_mma_kernel(Att
 
     // Query rows g and g + 8 of the block's tiles, dims in the order the key loads use; issued
     // before the stream's slot and length are read, so both loads share one round trip.
-    const T* q_rows = static_cast<const T*>(a.q) + first_head * D;
+    const T* q_rows = static_cast<const T*>(a.q) + b * a.q_row_stride + (kv_head * group + head0) * D;
     uint32_t qa[NH][D / 32][4];
 #pragma unroll
     for (int nh = 0; nh < NH; ++nh)
@@ -432,6 +555,10 @@ __global__ void __launch_bounds__(W * 32, 8 / W) decode_attention_mma_kernel(Att
         }
 
     const KeyRange range = split_range(a, b, split, kStep);
+    if constexpr (ROPE) {
+        fold_rope<T, D, NH>(a, b, kv_head, split, range, qa, q);
+        __syncthreads();  // this token's cache rows are written before any warp loads them
+    }
     WarpState<D, NH> st;
 #pragma unroll
     for (int nh = 0; nh < NH; ++nh) {
@@ -605,14 +732,14 @@ int launch_cuda_core_for_group(const AttnArgs& a, int64_t batch, cudaStream_t st
     return launch_cuda_core<T, D, 1>(a, batch, stream);
 }
 
-template <typename T, int D, int NH, int W>
+template <typename T, int D, int NH, int W, bool ROPE>
 int launch_mma(AttnArgs a, int64_t batch, cudaStream_t stream) {
     const int group = a.q_heads / a.kv_heads;
     a.heads_per_block = group < 8 * NH ? group : 8 * NH;
     const int chunks = (group + a.heads_per_block - 1) / a.heads_per_block;
     if (static_cast<int64_t>(a.kv_heads) * chunks > 65535) return VOXCPM_ERROR_INVALID_ARGUMENT;
     const dim3 grid(a.num_splits, a.kv_heads * chunks, static_cast<unsigned>(batch));
-    const int err = launch_kernel(decode_attention_mma_kernel<T, D, NH, W>, grid, dim3(W * 32), 0, stream, a);
+    const int err = launch_kernel(decode_attention_mma_kernel<T, D, NH, W, ROPE>, grid, dim3(W * 32), 0, stream, a);
     return err != 0 ? err : launch_combine<T, D>(a, batch, stream);
 }
 
@@ -627,13 +754,13 @@ __host__ int mma_warps(const AttnArgs& a, int64_t blocks) {
 }
 
 // Groups of up to 8 heads fill one 8-column tile of out^T; larger groups take blocks of 16 heads.
-template <typename T, int D>
+template <typename T, int D, bool ROPE = false>
 int launch_mma_for_group(const AttnArgs& a, int64_t batch, cudaStream_t stream) {
     const int group = a.q_heads / a.kv_heads;
-    if (group > 8) return launch_mma<T, D, 2, kMmaWarps>(a, batch, stream);
+    if (group > 8) return launch_mma<T, D, 2, kMmaWarps, ROPE>(a, batch, stream);
     if (mma_warps(a, batch * a.kv_heads * a.num_splits) == kMmaWideWarps)
-        return launch_mma<T, D, 1, kMmaWideWarps>(a, batch, stream);
-    return launch_mma<T, D, 1, kMmaWarps>(a, batch, stream);
+        return launch_mma<T, D, 1, kMmaWideWarps, ROPE>(a, batch, stream);
+    return launch_mma<T, D, 1, kMmaWarps, ROPE>(a, batch, stream);
 }
 
 // VOXCPM_DECODE_ATTENTION_MMA=0 sends bf16 / fp16 to the CUDA-core kernel (A/B timing). Read on
@@ -653,14 +780,14 @@ extern "C" size_t voxcpm_decode_attention_workspace_bytes(int64_t batch, int q_h
     return heads * (static_cast<size_t>(head_dim) + 2) * sizeof(float);
 }
 
-extern "C" int voxcpm_decode_attention(const void* q, const void* k_cache, const void* v_cache,
-                                       int64_t cache_slot_stride, int64_t cache_head_stride,
-                                       int64_t cache_pos_stride, int64_t num_slots, int64_t max_len,
-                                       const int32_t* slot_ids, const int32_t* lengths, void* out,
-                                       void* workspace, size_t workspace_bytes, int64_t batch,
-                                       int q_heads, int kv_heads, int head_dim, int num_splits,
-                                       float scale, int dtype, void* stream) {
-    using namespace voxcpm;
+namespace voxcpm {
+namespace {
+
+// The arguments both entry points share, checked; returns 0 or an error code (-1: nothing to do).
+int prepare(AttnArgs& a, const void* q, const void* k_cache, const void* v_cache, int64_t cache_slot_stride,
+            int64_t cache_head_stride, int64_t cache_pos_stride, int64_t num_slots, int64_t max_len,
+            const int32_t* slot_ids, const int32_t* lengths, void* out, void* workspace, size_t workspace_bytes,
+            int64_t batch, int q_heads, int kv_heads, int head_dim, int num_splits, float scale, int* major) {
     if (batch < 0 || batch > 65535 || q_heads <= 0 || kv_heads <= 0 || q_heads % kv_heads != 0 ||
         (head_dim != 64 && head_dim != 128) || num_splits < 1 || num_splits > kMaxSplits || num_slots < 0 ||
         max_len < 0)
@@ -672,13 +799,12 @@ extern "C" int voxcpm_decode_attention(const void* q, const void* k_cache, const
     // The split kernel stores its partial rows as float4.
     if (needed > 0 && (workspace == nullptr || workspace_bytes < needed || !aligned16(workspace)))
         return VOXCPM_ERROR_INVALID_ARGUMENT;
-    if (batch == 0) return 0;
-    int major = 0;
-    const int err = current_device_attribute(cudaDevAttrComputeCapabilityMajor, &major);
+    if (batch == 0) return -1;
+    const int err = current_device_attribute(cudaDevAttrComputeCapabilityMajor, major);
     if (err != 0) return err;
 
-    AttnArgs a{};
     a.q = q;
+    a.q_row_stride = static_cast<int64_t>(q_heads) * head_dim;
     a.k_cache = k_cache;
     a.v_cache = v_cache;
     a.slot_stride = cache_slot_stride;
@@ -697,13 +823,39 @@ extern "C" int voxcpm_decode_attention(const void* q, const void* k_cache, const
     a.kv_heads = kv_heads;
     a.num_splits = num_splits;
     a.scale_log2 = scale * kLog2e;
+    return 0;
+}
 
+template <typename T> bool rows_aligned(int64_t slot_stride, int64_t head_stride, int64_t pos_stride,
+                                        std::initializer_list<const void*> pointers) {
+    constexpr int kVec = 16 / sizeof(T);
+    if (slot_stride % kVec != 0 || head_stride % kVec != 0 || pos_stride % kVec != 0) return false;
+    for (const void* p : pointers)
+        if (!aligned16(p)) return false;
+    return true;
+}
+
+}  // namespace
+}  // namespace voxcpm
+
+extern "C" int voxcpm_decode_attention(const void* q, const void* k_cache, const void* v_cache,
+                                       int64_t cache_slot_stride, int64_t cache_head_stride,
+                                       int64_t cache_pos_stride, int64_t num_slots, int64_t max_len,
+                                       const int32_t* slot_ids, const int32_t* lengths, void* out,
+                                       void* workspace, size_t workspace_bytes, int64_t batch,
+                                       int q_heads, int kv_heads, int head_dim, int num_splits,
+                                       float scale, int dtype, void* stream) {
+    using namespace voxcpm;
+    AttnArgs a{};
+    int major = 0;
+    const int err = prepare(a, q, k_cache, v_cache, cache_slot_stride, cache_head_stride, cache_pos_stride, num_slots,
+                            max_len, slot_ids, lengths, out, workspace, workspace_bytes, batch, q_heads, kv_heads,
+                            head_dim, num_splits, scale, &major);
+    if (err != 0) return err == -1 ? 0 : err;
     auto s = static_cast<cudaStream_t>(stream);
     return dispatch_dtype(dtype, [&](auto tag) {
         using T = decltype(tag);
-        constexpr int kVec = 16 / sizeof(T);
-        if (cache_slot_stride % kVec != 0 || cache_head_stride % kVec != 0 || cache_pos_stride % kVec != 0 ||
-            !aligned16(q) || !aligned16(k_cache) || !aligned16(v_cache) || !aligned16(out))
+        if (!rows_aligned<T>(cache_slot_stride, cache_head_stride, cache_pos_stride, {q, k_cache, v_cache, out}))
             return VOXCPM_ERROR_INVALID_ARGUMENT;
         if constexpr (!std::is_same_v<T, float>) {
             if (major >= 8 && cache_pos_stride <= kMaxMmaPosStride && mma_allowed()) {
@@ -714,4 +866,55 @@ extern "C" int voxcpm_decode_attention(const void* q, const void* k_cache, const
         if (head_dim == 64) return launch_cuda_core_for_group<T, 64>(a, batch, s);
         return launch_cuda_core_for_group<T, 128>(a, batch, s);
     });
+}
+
+extern "C" int voxcpm_decode_attention_rope(const void* q, int64_t q_row_stride, const void* k_new,
+                                            const void* v_new, int64_t kv_row_stride, const float* cos,
+                                            const float* sin, int64_t table_len, const int32_t* positions,
+                                            const void* norm_input, int64_t hidden, float eps,
+                                            const void* k_cache, const void* v_cache,
+                                            int64_t cache_slot_stride, int64_t cache_head_stride,
+                                            int64_t cache_pos_stride, int64_t num_slots, int64_t max_len,
+                                            const int32_t* slot_ids, const int32_t* lengths, void* out,
+                                            void* workspace, size_t workspace_bytes, int64_t batch,
+                                            int q_heads, int kv_heads, int head_dim, int num_splits,
+                                            float scale, int dtype, void* stream) {
+    using namespace voxcpm;
+    if (k_new == nullptr || v_new == nullptr || positions == nullptr || (cos == nullptr) != (sin == nullptr) ||
+        (cos != nullptr && table_len < 1) || q_row_stride < static_cast<int64_t>(q_heads) * head_dim ||
+        kv_row_stride < static_cast<int64_t>(kv_heads) * head_dim ||
+        (norm_input != nullptr && (hidden <= 0 || hidden > 16384)))
+        return VOXCPM_ERROR_INVALID_ARGUMENT;
+    AttnArgs a{};
+    int major = 0;
+    const int err = prepare(a, q, k_cache, v_cache, cache_slot_stride, cache_head_stride, cache_pos_stride, num_slots,
+                            max_len, slot_ids, lengths, out, workspace, workspace_bytes, batch, q_heads, kv_heads,
+                            head_dim, num_splits, scale, &major);
+    if (err != 0) return err == -1 ? 0 : err;
+    if (major < 8 || cache_pos_stride > kMaxMmaPosStride || !mma_allowed()) return VOXCPM_ERROR_INVALID_ARGUMENT;
+    a.q_row_stride = q_row_stride;
+    a.k_new = k_new;
+    a.v_new = v_new;
+    a.kv_row_stride = kv_row_stride;
+    a.positions = positions;
+    a.cos = cos;
+    a.sin = sin;
+    a.table_len = table_len;
+    a.norm_input = norm_input;
+    a.hidden = static_cast<int>(hidden);
+    a.eps = eps;
+    auto s = static_cast<cudaStream_t>(stream);
+    const auto run = [&](auto tag) {
+        using T = decltype(tag);
+        constexpr int kVec = 16 / sizeof(T);
+        if (!rows_aligned<T>(cache_slot_stride, cache_head_stride, cache_pos_stride, {q, k_new, v_new, k_cache, v_cache, out}) ||
+            q_row_stride % kVec != 0 || kv_row_stride % kVec != 0 || (cos != nullptr && (!aligned16(cos) || !aligned16(sin))))
+            return VOXCPM_ERROR_INVALID_ARGUMENT;
+        a.norm_vectors = norm_input != nullptr && row_vectors<T>(norm_input, hidden);
+        if (head_dim == 64) return launch_mma_for_group<T, 64, true>(a, batch, s);
+        return launch_mma_for_group<T, 128, true>(a, batch, s);
+    };
+    if (dtype == VOXCPM_BFLOAT16) return run(__nv_bfloat16{});
+    if (dtype == VOXCPM_FLOAT16) return run(__half{});
+    return VOXCPM_ERROR_INVALID_ARGUMENT;
 }

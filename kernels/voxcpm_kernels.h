@@ -21,7 +21,7 @@ extern "C" {
 #define VOXCPM_API __attribute__((visibility("default")))
 
 /* Bumped whenever a signature below changes; the Python loader refuses a mismatched library. */
-#define VOXCPM_KERNELS_ABI_VERSION 10
+#define VOXCPM_KERNELS_ABI_VERSION 11
 
 enum voxcpm_dtype { VOXCPM_FLOAT32 = 0, VOXCPM_FLOAT16 = 1, VOXCPM_BFLOAT16 = 2 };
 
@@ -106,6 +106,30 @@ VOXCPM_API int voxcpm_decode_attention(const void* q, const void* k_cache, const
                                        size_t workspace_bytes, int64_t batch, int q_heads,
                                        int kv_heads, int head_dim, int num_splits, float scale,
                                        int dtype, void* stream);
+
+/*
+ * voxcpm_rope_kv_write followed by voxcpm_decode_attention, in the attention kernel: each block
+ * rotates (and with norm_input scales) its query heads as it loads them, and the blocks that read
+ * the token's position write its rotated k and its v there first. Same arguments as those two:
+ * q [batch] rows of q_row_stride elements holding q_heads x head_dim raw q values (contiguous
+ * heads), k_new / v_new [batch] rows of kv_row_stride holding kv_heads x head_dim, positions int32
+ * [batch], cos / sin [table_len, head_dim] float32 or NULL, norm_input [batch, hidden] or NULL (eps
+ * its RMSNorm epsilon). Tensor-core kernel only: bf16 / fp16, compute capability >= 8, and not
+ * under VOXCPM_DECODE_ATTENTION_MMA=0; anything else is an invalid argument. Row strides multiples
+ * of 8 elements, every pointer 16-byte aligned.
+ */
+VOXCPM_API int voxcpm_decode_attention_rope(const void* q, int64_t q_row_stride, const void* k_new,
+                                            const void* v_new, int64_t kv_row_stride,
+                                            const float* cos, const float* sin, int64_t table_len,
+                                            const int32_t* positions, const void* norm_input,
+                                            int64_t hidden, float eps, const void* k_cache,
+                                            const void* v_cache, int64_t cache_slot_stride,
+                                            int64_t cache_head_stride, int64_t cache_pos_stride,
+                                            int64_t num_slots, int64_t max_len,
+                                            const int32_t* slot_ids, const int32_t* lengths,
+                                            void* out, void* workspace, size_t workspace_bytes,
+                                            int64_t batch, int q_heads, int kv_heads, int head_dim,
+                                            int num_splits, float scale, int dtype, void* stream);
 
 /*
  * Whole-sequence attention over short sequences straight from a fused qkv projection output, with

@@ -187,8 +187,9 @@ class Attention(nn.Module):
                           rope_tables: tuple[torch.Tensor, torch.Tensor] | None, k_cache: torch.Tensor,
                           v_cache: torch.Tensor, index: tuple[torch.Tensor, torch.Tensor, torch.Tensor],
                           norm_input: torch.Tensor | None = None, norm_eps: float = 1e-6) -> torch.Tensor:
-        """One token per stream through rope_kv_write + decode_attention -> [B, Hq * d]. `norm_input`:
-        a folded input norm's input rows, whose statistic rope_kv_write applies."""
+        """One token per stream through rope_kv_write + decode_attention -> [B, Hq * d], as one kernel
+        where ops.rope_decode_takes the tensors. `norm_input`: a folded input norm's input rows, whose
+        statistic rope_kv_write applies."""
         q, k, v = qkv  # views into one [B, (Hq + 2 Hkv) d] output are fine for the ops
         batch = q.shape[0]
         slot_ids, positions, lengths = index
@@ -196,6 +197,10 @@ class Attention(nn.Module):
         k = k.view(batch, self.num_kv_heads, self.head_dim)
         v = v.view(batch, self.num_kv_heads, self.head_dim)
         cos, sin = rope_tables if rope_tables is not None else (None, None)
+        if ops.rope_decode_takes(q, k, v, k_cache, cos):
+            out = ops.rope_decode_attention(q, k, v, k_cache, v_cache, positions, slot_ids, lengths, cos, sin,
+                                            norm_input, norm_eps)
+            return out.reshape(batch, self.num_heads * self.head_dim)
         q = ops.rope_kv_write(q, k, v, k_cache, v_cache, positions, slot_ids, cos, sin, norm_input, norm_eps)
         out = ops.decode_attention(q, k_cache, v_cache, slot_ids, lengths)
         return out.reshape(batch, self.num_heads * self.head_dim)

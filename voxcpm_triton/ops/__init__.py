@@ -4,7 +4,8 @@ their arguments and run the CUDA kernel on CUDA tensors when the library is load
 otherwise (see library.library_status())."""
 
 from voxcpm_triton.ops.cfg_euler import cfg_euler_step, cfg_euler_step_ref
-from voxcpm_triton.ops.decode_attention import decode_attention, decode_attention_ref
+from voxcpm_triton.ops.decode_attention import (decode_attention, decode_attention_ref, rope_decode_attention,
+                                               rope_decode_attention_ref, rope_decode_takes)
 from voxcpm_triton.ops.fp8_linear import Fp8Weight, fp8_linear, quantize_weight
 from voxcpm_triton.ops.fsq import fsq, fsq_ref
 from voxcpm_triton.ops.library import library_status
@@ -27,7 +28,8 @@ __all__ = [
     "decode_attention_ref", "fp8_linear", "fsq", "fsq_ref", "gate_up_swiglu", "library_status", "linear",
     "linear_residual_", "locdit_sequence", "locdit_sequence_ref", "normed_gate_up_swiglu", "normed_linear",
     "quantize_fp8", "quantize_fp8_ref", "quantize_weight", "rmsnorm", "rmsnorm_ref", "rope_kv_write",
-    "rope_kv_write_ref", "row_scale", "row_scale_ref",
+    "rope_kv_write_ref", "rope_decode_attention", "rope_decode_attention_ref", "rope_decode_takes", "row_scale",
+    "row_scale_ref",
     "short_attention", "short_attention_ref", "skinny_gemm", "skinny_gemm_ref", "skinny_linear", "snake",
     "snake_depthwise_conv", "snake_depthwise_conv_ref", "snake_ref", "step_gather", "step_gather_ref", "step_scatter",
     "step_scatter_ref", "swiglu", "swiglu_ref",

@@ -10,11 +10,13 @@ CUDA graph serves every mix of lengths.
 from __future__ import annotations
 
 import math
+import os
 
 import torch
 
 from voxcpm_triton.ops import library as lib
-from voxcpm_triton.ops.rope_kv_write import as_int32_index
+from voxcpm_triton.ops.rope_kv_write import as_int32_index, rope_kv_write_ref
+from voxcpm_triton.ops.row_scale import check_norm_input
 
 # Measured on the H200 with the tensor-core kernel (perf/sweep_decode_attention.py, 300 cached keys,
 # run 9 in perf/RESULTS.md): 8 splits are the best at 1-4 streams (4.8 against 5.8 us unsplit), more
@@ -150,3 +152,95 @@ def decode_attention(q: torch.Tensor, k_cache: torch.Tensor, v_cache: torch.Tens
     lib.require(1 <= num_splits <= 256, f"num_splits must be in [1, 256], got {num_splits}")
     scale = 1.0 / math.sqrt(head_dim) if scale is None else float(scale)
     return torch.ops.voxcpm.decode_attention(q, k_cache, v_cache, slot_ids, lengths, scale, num_splits)
+
+
+# rope_kv_write folded into the attention kernel (voxcpm_decode_attention_rope): at one stream the two
+# kernels' boundary cost ~3.6% of the step (perf/RESULTS.md run 94). VOXCPM_DECODE_ROPE=0 keeps them
+# apart (A/B timing).
+def rope_decode_attention_ref(q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, k_cache: torch.Tensor,
+                              v_cache: torch.Tensor, positions: torch.Tensor, slot_ids: torch.Tensor,
+                              lengths: torch.Tensor, cos: torch.Tensor | None, sin: torch.Tensor | None,
+                              norm_input: torch.Tensor | None, norm_eps: float, scale: float) -> torch.Tensor:
+    rotated = rope_kv_write_ref(q, k, v, k_cache, v_cache, positions, slot_ids, cos, sin, norm_input, norm_eps)
+    return decode_attention_ref(rotated, k_cache, v_cache, slot_ids, lengths, scale)
+
+
+def rope_decode_takes(q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, k_cache: torch.Tensor,
+                      cos: torch.Tensor | None) -> bool:
+    """Whether rope_decode_attention serves these tensors: the tensor-core kernel's dtypes and head
+    sizes, q / k / v rows of one projection output with contiguous heads, 16-byte aligned."""
+    if (os.environ.get("VOXCPM_DECODE_ROPE", "1") == "0" or os.environ.get("VOXCPM_DECODE_ATTENTION_MMA", "1") == "0"
+            or torch.compiler.is_compiling() or not lib.kernel_ready(q) or q.dtype not in (torch.bfloat16, torch.float16)
+            or torch.cuda.get_device_capability(q.device)[0] < 8):
+        return False
+    head_dim = q.shape[-1]
+    rows_fit = all(t.dim() == 3 and t.dtype == q.dtype and t.device == q.device and t.stride(2) == 1
+                   and t.stride(1) == head_dim and t.stride(0) % 8 == 0 and t.data_ptr() % 16 == 0 for t in (q, k, v))
+    return (head_dim in (64, 128) and rows_fit and k.stride(0) == v.stride(0) and k_cache.dtype == q.dtype
+            and (cos is None or (cos.dtype == torch.float32 and cos.is_contiguous() and cos.shape[-1] == head_dim
+                                 and cos.data_ptr() % 16 == 0)))
+
+
+@torch.library.custom_op(
+    "voxcpm::rope_decode_attention", mutates_args=("k_cache", "v_cache"),
+    schema="(Tensor q, Tensor k, Tensor v, Tensor(a!) k_cache, Tensor(b!) v_cache, Tensor positions, "
+           "Tensor slot_ids, Tensor lengths, Tensor? cos, Tensor? sin, Tensor? norm_input, float norm_eps, "
+           "float scale, int num_splits) -> Tensor")
+def _rope_decode_attention_op(q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, k_cache: torch.Tensor,
+                              v_cache: torch.Tensor, positions: torch.Tensor, slot_ids: torch.Tensor,
+                              lengths: torch.Tensor, cos: torch.Tensor | None, sin: torch.Tensor | None,
+                              norm_input: torch.Tensor | None, norm_eps: float, scale: float,
+                              num_splits: int) -> torch.Tensor:
+    if not lib.kernel_ready(q):
+        return rope_decode_attention_ref(q, k, v, k_cache, v_cache, positions, slot_ids, lengths, cos, sin,
+                                         norm_input, norm_eps, scale)
+    batch, q_heads, head_dim = q.shape
+    _check_alignment(("k_cache", k_cache), ("v_cache", v_cache))
+    kernels = lib.library()
+    out = q.new_empty((batch, q_heads, head_dim))
+    nbytes = kernels.voxcpm_decode_attention_workspace_bytes(batch, q_heads, head_dim, num_splits)
+    workspace = torch.empty(max(nbytes, 1), dtype=torch.uint8, device=q.device)
+    with lib.device_of(q):
+        error = kernels.voxcpm_decode_attention_rope(
+            lib.ptr(q), q.stride(0), lib.ptr(k), lib.ptr(v), k.stride(0), lib.ptr(cos), lib.ptr(sin),
+            0 if cos is None else cos.shape[0], lib.ptr(positions), lib.ptr(norm_input),
+            0 if norm_input is None else norm_input.shape[1], norm_eps, lib.ptr(k_cache), lib.ptr(v_cache),
+            k_cache.stride(0), k_cache.stride(1), k_cache.stride(2), k_cache.shape[0], k_cache.shape[2],
+            lib.ptr(slot_ids), lib.ptr(lengths), lib.ptr(out), lib.ptr(workspace), nbytes, batch, q_heads,
+            k_cache.shape[1], head_dim, num_splits, scale, lib.dtype_code(q), lib.stream_of(q))
+    lib.check(error, "decode_attention_rope")
+    return out
+
+
+@_rope_decode_attention_op.register_fake
+def _(q, k, v, k_cache, v_cache, positions, slot_ids, lengths, cos, sin, norm_input, norm_eps, scale,
+      num_splits) -> torch.Tensor:
+    return q.new_empty(q.shape)
+
+
+def rope_decode_attention(q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, k_cache: torch.Tensor,
+                          v_cache: torch.Tensor, positions: torch.Tensor, slot_ids: torch.Tensor,
+                          lengths: torch.Tensor, cos: torch.Tensor | None = None, sin: torch.Tensor | None = None,
+                          norm_input: torch.Tensor | None = None, norm_eps: float = 1e-6) -> torch.Tensor:
+    """rope_kv_write then decode_attention in one kernel: q [B, Hq, d], k / v [B, Hkv, d] (views of
+    one projection output, as rope_kv_write takes them), the caches, positions, slot ids and lengths
+    as those two ops take them (lengths including this token); cos / sin / norm_input as
+    rope_kv_write's. Writes this token's rotated k and v into the caches; returns [B, Hq, d]. Only
+    where rope_decode_takes says so."""
+    lib.require(rope_decode_takes(q, k, v, k_cache, cos), "rope_decode_attention does not take these tensors")
+    batch, q_heads, head_dim = q.shape
+    lib.require(k.shape == v.shape == (batch, k_cache.shape[1], head_dim) and q_heads % k_cache.shape[1] == 0,
+                f"k and v must be [{batch}, kv_heads, {head_dim}] with kv_heads dividing {q_heads}")
+    lib.require(v_cache.shape == k_cache.shape and v_cache.stride() == k_cache.stride() and k_cache.stride(-1) == 1
+                and k_cache.shape[3] == head_dim and v_cache.dtype == q.dtype,
+                f"the caches must be [slots, kv_heads, max_context, {head_dim}] of {q.dtype}, alike")
+    lib.require((cos is None) == (sin is None), "cos and sin must both be given or both be None")
+    if norm_input is not None:
+        check_norm_input(norm_input, (batch,), q)
+    slot_ids = as_int32_index(slot_ids, "slot_ids", batch, q.device)
+    positions = as_int32_index(positions, "positions", batch, q.device)
+    lengths = as_int32_index(lengths, "lengths", batch, q.device)
+    device_index = -1 if q.device.index is None else q.device.index
+    num_splits = default_num_splits(batch, q_heads, k_cache.shape[1], device_index)
+    return torch.ops.voxcpm.rope_decode_attention(q, k, v, k_cache, v_cache, positions, slot_ids, lengths, cos, sin,
+                                                  norm_input, float(norm_eps), 1.0 / math.sqrt(head_dim), num_splits)

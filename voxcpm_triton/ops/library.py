@@ -16,7 +16,7 @@ from pathlib import Path
 
 import torch
 
-ABI_VERSION = 10  # must equal VOXCPM_KERNELS_ABI_VERSION in kernels/voxcpm_kernels.h
+ABI_VERSION = 11  # must equal VOXCPM_KERNELS_ABI_VERSION in kernels/voxcpm_kernels.h
 LIBRARY_NAME = "libvoxcpm_kernels.so"
 _DTYPE_CODES = {torch.float32: 0, torch.float16: 1, torch.bfloat16: 2}
 KERNEL_DTYPES = tuple(_DTYPE_CODES)
@@ -39,6 +39,11 @@ _SIGNATURES: dict[str, tuple[object, list[object]]] = {
         _i32,
         [_p, _p, _p, _i64, _i64, _i64, _i64, _i64, _p, _p, _p, _p, ctypes.c_size_t, _i64, _i32,
          _i32, _i32, _i32, _f32, _i32, _p],
+    ),
+    "voxcpm_decode_attention_rope": (
+        _i32,
+        [_p, _i64, _p, _p, _i64, _p, _p, _i64, _p, _p, _i64, _f32, _p, _p, _i64, _i64, _i64, _i64, _i64, _p, _p, _p,
+         _p, ctypes.c_size_t, _i64, _i32, _i32, _i32, _i32, _f32, _i32, _p],
     ),
     "voxcpm_short_attention": (_i32, [_p, _p, _p, _i64, _p, _p, _i64, _f32, _p, _i64, _i32, _i32, _i32, _i32, _f32,
                                       _i32, _i32, _p]),
