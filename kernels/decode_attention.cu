@@ -38,6 +38,7 @@
 
 #include "common.cuh"
 #include "mma.cuh"
+#include "rope_rotation.cuh"
 #include "row_statistic.cuh"
 
 namespace voxcpm {
@@ -442,10 +443,7 @@ __device__ __forceinline__ void rotate_row(uint32_t (&row)[D / 32][4], const flo
 #pragma unroll
                 for (int c = 0; c < 2; ++c) {
                     const int d = 32 * j + 8 * q + 2 * w + c;
-                    const float y1 = __fadd_rn(__fmul_rn(x1[c], cos_row[d]), __fmul_rn(-x2[c], sin_row[d]));
-                    const float y2 = __fadd_rn(__fmul_rn(x2[c], cos_row[d + D / 2]), __fmul_rn(x1[c], sin_row[d + D / 2]));
-                    x1[c] = y1;
-                    x2[c] = y2;
+                    rope_pair(x1[c], x2[c], cos_row[d], sin_row[d], cos_row[d + D / 2], sin_row[d + D / 2]);
                 }
             }
             row[j][w] = Mma<T>::pack(x1[0], x1[1]);
@@ -460,14 +458,8 @@ __device__ __forceinline__ void rotate_row(uint32_t (&row)[D / 32][4], const flo
 template <typename T, int D, int NH>
 __device__ __forceinline__ void fold_rope(const AttnArgs& a, int64_t b, int kv_head, int split, const KeyRange& range,
                                           uint32_t (&qa)[NH][D / 32][4], int q) {
-    __shared__ float scratch[32];
-    float factor = 1.f;
-    if (a.norm_input != nullptr) {
-        const T* row = static_cast<const T*>(a.norm_input) + b * a.hidden;
-        const float sum_sq = a.norm_vectors ? block_row_sum_squares<T, 16 / sizeof(T)>(row, a.hidden, scratch)
-                                            : block_row_sum_squares<T, 1>(row, a.hidden, scratch);
-        factor = rms_scale(sum_sq, a.hidden, a.eps);
-    }
+    const float factor = a.norm_input == nullptr
+        ? 1.f : block_row_scale(static_cast<const T*>(a.norm_input) + b * a.hidden, a.hidden, a.norm_vectors, a.eps);
     const int32_t pos = a.positions[b];
     const int64_t table_pos = pos < 0 ? 0 : (pos >= a.table_len ? a.table_len - 1 : pos);
     const float* cos_row = a.cos == nullptr ? nullptr : a.cos + table_pos * D;
@@ -488,30 +480,15 @@ __device__ __forceinline__ void fold_rope(const AttnArgs& a, int64_t b, int kv_h
     T* v_dst = static_cast<T*>(const_cast<void*>(a.v_cache)) + at;
     constexpr int kPairs = D / 2 / 8;
     for (int i = threadIdx.x; i < kPairs + D / 8; i += blockDim.x) {
-        float x1[8], x2[8];
         if (i < kPairs) {
-            const int d = i * 8;
-            load_vec<T, 8>(k_src + d, x1);
-            load_vec<T, 8>(k_src + d + D / 2, x2);
-#pragma unroll
-            for (int e = 0; e < 8; ++e) {
-                x1[e] *= factor;
-                x2[e] *= factor;
-                if (cos_row != nullptr) {
-                    const float y1 = __fadd_rn(__fmul_rn(x1[e], cos_row[d + e]), __fmul_rn(-x2[e], sin_row[d + e]));
-                    const float y2 = __fadd_rn(__fmul_rn(x2[e], cos_row[d + D / 2 + e]), __fmul_rn(x1[e], sin_row[d + D / 2 + e]));
-                    x1[e] = y1;
-                    x2[e] = y2;
-                }
-            }
-            store_vec<T, 8>(k_dst + d, x1);
-            store_vec<T, 8>(k_dst + d + D / 2, x2);
+            rotate_scaled<T, 8>(k_src, k_dst, cos_row, sin_row, i * 8, D / 2, factor);
         } else {
+            float x[8];
             const int d = (i - kPairs) * 8;
-            load_vec<T, 8>(v_src + d, x1);
+            load_vec<T, 8>(v_src + d, x);
 #pragma unroll
-            for (int e = 0; e < 8; ++e) x1[e] *= factor;
-            store_vec<T, 8>(v_dst + d, x1);
+            for (int e = 0; e < 8; ++e) x[e] *= factor;
+            store_vec<T, 8>(v_dst + d, x);
         }
     }
 }

@@ -3,6 +3,7 @@
 // norm_input (an LM layer whose input RMSNorm weight is folded into its qkv weight) the block first
 // computes its token's norm statistic from the norm's input row and scales q, k and v by it.
 #include "common.cuh"
+#include "rope_rotation.cuh"
 #include "row_statistic.cuh"
 
 namespace voxcpm {
@@ -34,52 +35,13 @@ struct RopeArgs {
     float eps;
 };
 
-// Rotate-half rotation of VEC pairs (x1[e], x2[e]) at dims (d + e, d + e + half), each first
-// multiplied by `factor` in fp32 (the row's norm statistic, or 1). Each product is rounded on its own
-// (no fused multiply-add) to match the reference's fp32 expression bit for bit.
-template <typename T, int VEC>
-__device__ __forceinline__ void rotate(const T* src, T* dst, const float* cos_row, const float* sin_row,
-                                       int d, int half, float factor) {
-    float x1[VEC], x2[VEC], c1[VEC], s1[VEC], c2[VEC], s2[VEC], y1[VEC], y2[VEC];
-    load_vec<T, VEC>(src + d, x1);
-    load_vec<T, VEC>(src + d + half, x2);
-#pragma unroll
-    for (int e = 0; e < VEC; ++e) {
-        x1[e] *= factor;
-        x2[e] *= factor;
-    }
-    if (cos_row == nullptr) {
-        store_vec<T, VEC>(dst + d, x1);
-        store_vec<T, VEC>(dst + d + half, x2);
-        return;
-    }
-#pragma unroll
-    for (int e = 0; e < VEC; ++e) {
-        c1[e] = cos_row[d + e];
-        s1[e] = sin_row[d + e];
-        c2[e] = cos_row[d + half + e];
-        s2[e] = sin_row[d + half + e];
-    }
-#pragma unroll
-    for (int e = 0; e < VEC; ++e) {
-        y1[e] = __fadd_rn(__fmul_rn(x1[e], c1[e]), __fmul_rn(-x2[e], s1[e]));
-        y2[e] = __fadd_rn(__fmul_rn(x2[e], c2[e]), __fmul_rn(x1[e], s2[e]));
-    }
-    store_vec<T, VEC>(dst + d, y1);
-    store_vec<T, VEC>(dst + d + half, y2);
-}
-
 // The token's norm statistic from a.norm_input (1 without it). After pdl_wait(), unlike
 // short_attention's: below 33 rows the qkv GEMM before this kernel can be skinny_gemm, which lets its
 // dependents start before the kernel that wrote the norm's input has finished.
-template <typename T, int VEC>
+template <typename T>
 __device__ __forceinline__ float token_scale(const RopeArgs& a, int64_t token) {
-    __shared__ float scratch[32];
     if (a.norm_input == nullptr) return 1.f;
-    const T* row = static_cast<const T*>(a.norm_input) + token * a.hidden;
-    const float sum_sq = a.norm_vectors ? block_row_sum_squares<T, VEC>(row, a.hidden, scratch)
-                                        : block_row_sum_squares<T, 1>(row, a.hidden, scratch);
-    return rms_scale(sum_sq, a.hidden, a.eps);
+    return block_row_scale(static_cast<const T*>(a.norm_input) + token * a.hidden, a.hidden, a.norm_vectors, a.eps);
 }
 
 template <typename T, int VEC>
@@ -87,7 +49,7 @@ __global__ void __launch_bounds__(kThreads) rope_kv_write_kernel(RopeArgs a) {
     pdl_launch_dependents();
     pdl_wait();
     const int64_t token = blockIdx.x;
-    const float factor = token_scale<T, 16 / sizeof(T)>(a, token);
+    const float factor = token_scale<T>(a, token);
     const int32_t pos = a.positions[token];
     const int32_t slot = a.slot_ids[token];
     const bool write_cache = slot >= 0 && slot < a.num_slots && pos >= 0 && pos < a.max_len;
@@ -103,7 +65,7 @@ __global__ void __launch_bounds__(kThreads) rope_kv_write_kernel(RopeArgs a) {
     for (int item = threadIdx.x; item < a.q_heads * pair_vectors; item += blockDim.x) {
         const int head = item / pair_vectors;
         const int d = (item - head * pair_vectors) * VEC;
-        rotate<T, VEC>(q + head * a.q_head_stride, q_out + head * a.head_dim, cos_row, sin_row, d, half, factor);
+        rotate_scaled<T, VEC>(q + head * a.q_head_stride, q_out + head * a.head_dim, cos_row, sin_row, d, half, factor);
     }
     if (!write_cache) return;
 
@@ -112,7 +74,7 @@ __global__ void __launch_bounds__(kThreads) rope_kv_write_kernel(RopeArgs a) {
     for (int item = threadIdx.x; item < a.kv_heads * pair_vectors; item += blockDim.x) {
         const int head = item / pair_vectors;
         const int d = (item - head * pair_vectors) * VEC;
-        rotate<T, VEC>(k + head * a.k_head_stride, k_cache + head * a.cache_head_stride, cos_row, sin_row, d, half,
+        rotate_scaled<T, VEC>(k + head * a.k_head_stride, k_cache + head * a.cache_head_stride, cos_row, sin_row, d, half,
                        factor);
     }
     const T* v = static_cast<const T*>(a.v) + token * a.v_token_stride;

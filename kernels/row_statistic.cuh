@@ -44,6 +44,16 @@ __device__ __forceinline__ float rms_scale(float sum_sq, int hidden, float eps) 
     return 1.f / sqrtf(sum_sq / static_cast<float>(hidden) + eps);
 }
 
+// One row's statistic by the whole block (every thread gets it; every thread must call it), the
+// row read in 16-byte vectors where `vectors` (row_vectors' choice for it).
+template <typename T>
+__device__ __forceinline__ float block_row_scale(const T* __restrict__ row, int hidden, bool vectors, float eps) {
+    __shared__ float scratch[32];
+    const float sum_sq = vectors ? block_row_sum_squares<T, 16 / sizeof(T)>(row, hidden, scratch)
+                                 : block_row_sum_squares<T, 1>(row, hidden, scratch);
+    return rms_scale(sum_sq, hidden, eps);
+}
+
 // Whether a row of `hidden` elements at `x` is read in 16-byte vectors (VEC = 16 / sizeof(T)), the
 // choice every caller makes the same way so that the summation order matches.
 template <typename T>

@@ -24,6 +24,7 @@
 
 #include "common.cuh"
 #include "mma.cuh"
+#include "rope_rotation.cuh"
 #include "row_statistic.cuh"
 
 namespace voxcpm {
@@ -91,8 +92,7 @@ __device__ __forceinline__ void store_f32(float* p, const float (&in)[N]) {
 }
 
 // Rotates VEC rotate-half pairs (x1 at dims e.., x2 at e + D/2..) by one table row, rounded to T like
-// apply_rope's result. Products are rounded on their own (no fused multiply-add), as the reference's
-// fp32 expression is. READ_ONLY as load_f32's.
+// apply_rope's result (rope_rotation.cuh's expression). READ_ONLY as load_f32's.
 template <typename T, int D, int VEC, bool READ_ONLY = false>
 __device__ __forceinline__ void rotate_pairs(float (&x1)[VEC], float (&x2)[VEC], const float* cos_row,
                                              const float* sin_row, int e) {
@@ -104,10 +104,9 @@ __device__ __forceinline__ void rotate_pairs(float (&x1)[VEC], float (&x2)[VEC],
     load_f32<VEC, READ_ONLY>(sin_row + e + HALF, s2);
 #pragma unroll
     for (int i = 0; i < VEC; ++i) {
-        const float y1 = __fadd_rn(__fmul_rn(x1[i], c1[i]), __fmul_rn(-x2[i], s1[i]));
-        const float y2 = __fadd_rn(__fmul_rn(x2[i], c2[i]), __fmul_rn(x1[i], s2[i]));
-        x1[i] = round_to<T>(y1);
-        x2[i] = round_to<T>(y2);
+        rope_pair(x1[i], x2[i], c1[i], s1[i], c2[i], s2[i]);
+        x1[i] = round_to<T>(x1[i]);
+        x2[i] = round_to<T>(x2[i]);
     }
 }
 
