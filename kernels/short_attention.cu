@@ -91,9 +91,11 @@ __device__ __forceinline__ void store_f32(float* p, const float (&in)[N]) {
     for (int i = 0; i < N; i += 4) *reinterpret_cast<float4*>(p + i) = make_float4(in[i], in[i + 1], in[i + 2], in[i + 3]);
 }
 
-// Rotates VEC rotate-half pairs (x1 at dims e.., x2 at e + D/2..) by one table row, rounded to T like
-// apply_rope's result (rope_rotation.cuh's expression). READ_ONLY as load_f32's.
-template <typename T, int D, int VEC, bool READ_ONLY = false>
+// Rotates VEC rotate-half pairs (x1 at dims e.., x2 at e + D/2..) by one table row (rope_rotation.cuh's
+// expression), rounded to T like apply_rope's result where ROUND (callers that store the pairs as T
+// round them there, once: rounding twice would give the same bits for two more instructions a value).
+// READ_ONLY as load_f32's.
+template <typename T, int D, int VEC, bool READ_ONLY = false, bool ROUND = true>
 __device__ __forceinline__ void rotate_pairs(float (&x1)[VEC], float (&x2)[VEC], const float* cos_row,
                                              const float* sin_row, int e) {
     constexpr int HALF = D / 2;
@@ -105,8 +107,10 @@ __device__ __forceinline__ void rotate_pairs(float (&x1)[VEC], float (&x2)[VEC],
 #pragma unroll
     for (int i = 0; i < VEC; ++i) {
         rope_pair(x1[i], x2[i], c1[i], s1[i], c2[i], s2[i]);
-        x1[i] = round_to<T>(x1[i]);
-        x2[i] = round_to<T>(x2[i]);
+        if constexpr (ROUND) {
+            x1[i] = round_to<T>(x1[i]);
+            x2[i] = round_to<T>(x2[i]);
+        }
     }
 }
 
@@ -453,34 +457,25 @@ __global__ void VOXCPM_SHORT_ATTENTION_BOUNDS short_attention_mma_kernel(ShortAr
     // and table row on its way to shared memory (V's scale goes into the probabilities instead). A
     // thread loads kStageBatch pairs of 16-byte vectors before it stores any, so their memory round
     // trips overlap instead of queueing one behind the other.
+    // Each row is resolved once, by the loop that loads it; the storing loop keeps where it goes (an
+    // offset from ks, so the stores stay shared-memory ones) and its token.
     struct Staged {
         const T* src;
-        T* dst;
+        int dst;  // elements from ks
         int token;
     };
     const auto staged = [&](int r) -> Staged {
-        if (r < L) return {k_src + r * width, ks + r * LD, r};
+        if (r < L) return {k_src + r * width, r * LD, r};
         const HeadToken q = by_len(min(tile0 * kTile + r - L, group_rows - 1), a);
-        return {rows + q.token * width + static_cast<int64_t>(kv_head * group + q.head) * D, qs + (r - L) * LD,
-                q.token};
+        return {rows + q.token * width + static_cast<int64_t>(kv_head * group + q.head) * D,
+                static_cast<int>(qs - ks) + (r - L) * LD, q.token};
     };
     const int items = (L + block_tiles * kTile) * PAIR_VECS;
     const auto stage = [&](auto converting) {
         for (int i0 = threadIdx.x; i0 < items; i0 += kStageBatch * blockDim.x) {
             uint4 x[kStageBatch][2];
+            int dst[kStageBatch], token[kStageBatch];
             [[maybe_unused]] float factor[kStageBatch];  // given scales: the rows', in flight with them
-#pragma unroll
-            for (int b = 0; b < kStageBatch; ++b) {
-                const int i = i0 + b * blockDim.x;
-                if (i < items) {
-                    const int r = i / PAIR_VECS;
-                    const Staged row = staged(r);
-                    const T* src = row.src + (i - r * PAIR_VECS) * VEC;
-                    x[b][0] = __ldcg(reinterpret_cast<const uint4*>(src));  // L2 only, as cp.async.cg
-                    x[b][1] = __ldcg(reinterpret_cast<const uint4*>(src + HALF));
-                    if constexpr (SCALES == kGivenScales) factor[b] = __ldg(a.row_scale + seq * L + row.token);
-                }
-            }
 #pragma unroll
             for (int b = 0; b < kStageBatch; ++b) {
                 const int i = i0 + b * blockDim.x;
@@ -488,14 +483,27 @@ __global__ void VOXCPM_SHORT_ATTENTION_BOUNDS short_attention_mma_kernel(ShortAr
                     const int r = i / PAIR_VECS;
                     const int e = (i - r * PAIR_VECS) * VEC;
                     const Staged row = staged(r);
+                    const T* src = row.src + e;
+                    x[b][0] = __ldcg(reinterpret_cast<const uint4*>(src));  // L2 only, as cp.async.cg
+                    x[b][1] = __ldcg(reinterpret_cast<const uint4*>(src + HALF));
+                    if constexpr (SCALES == kGivenScales) factor[b] = __ldg(a.row_scale + seq * L + row.token);
+                    dst[b] = row.dst + e;
+                    token[b] = row.token;
+                }
+            }
+#pragma unroll
+            for (int b = 0; b < kStageBatch; ++b) {
+                if (i0 + b * blockDim.x < items) {
+                    T* out = ks + dst[b];
                     if constexpr (decltype(converting)::value) {
+                        const int e = static_cast<int>(static_cast<unsigned>(i0 + b * blockDim.x) % PAIR_VECS) * VEC;
                         float x1[VEC], x2[VEC];
                         load_vec<T, VEC>(reinterpret_cast<const T*>(&x[b][0]), x1);
                         load_vec<T, VEC>(reinterpret_cast<const T*>(&x[b][1]), x2);
                         if constexpr (SCALED) {
                             // Computed scales are in shared memory already: read where used, not
                             // held in registers across the batch's loads.
-                            const float f = SCALES == kInputScales ? key_scale[row.token] : factor[b];
+                            const float f = SCALES == kInputScales ? key_scale[token[b]] : factor[b];
 #pragma unroll
                             for (int v = 0; v < VEC; ++v) {
                                 x1[v] *= f;
@@ -503,12 +511,12 @@ __global__ void VOXCPM_SHORT_ATTENTION_BOUNDS short_attention_mma_kernel(ShortAr
                             }
                         }
                         if (!SCALED || a.cos != nullptr)
-                            rotate_pairs<T, D, VEC, true>(x1, x2, a.cos + row.token * D, a.sin + row.token * D, e);
-                        store_vec<T, VEC>(row.dst + e, x1);
-                        store_vec<T, VEC>(row.dst + e + HALF, x2);
+                            rotate_pairs<T, D, VEC, true, false>(x1, x2, a.cos + token[b] * D, a.sin + token[b] * D, e);
+                        store_vec<T, VEC>(out, x1);
+                        store_vec<T, VEC>(out + HALF, x2);
                     } else {
-                        *reinterpret_cast<uint4*>(row.dst + e) = x[b][0];
-                        *reinterpret_cast<uint4*>(row.dst + e + HALF) = x[b][1];
+                        *reinterpret_cast<uint4*>(out) = x[b][0];
+                        *reinterpret_cast<uint4*>(out + HALF) = x[b][1];
                     }
                 }
             }
@@ -628,15 +636,27 @@ __global__ void VOXCPM_SHORT_ATTENTION_BOUNDS short_attention_mma_kernel(ShortAr
             Mma<T>::pack(o[j][2] * inv_hi, o[j][3] * inv_hi);
     }
     __syncwarp();
-    for (int i = lane; i < kTile * ROW_VECS; i += 32) {
-        const int r = i / ROW_VECS;
-        const int e = (i - r * ROW_VECS) * VEC;
-        const int row = tile * kTile + r;
-        if (row < group_rows) {
-            const HeadToken o = by_len(row, a);
-            T* dst = static_cast<T*>(a.out) +
-                     ((seq * L + o.token) * a.q_heads + kv_head * group + o.head) * static_cast<int64_t>(D) + e;
-            *reinterpret_cast<uint4*>(dst) = *reinterpret_cast<const uint4*>(tile_smem + r * LD + e);
+    // Each lane stores one 16-byte column of every RSTEP-th row; a row's (head, token) is carried to
+    // the next by adding RSTEP tokens, not divided out of the row index again.
+    constexpr int RSTEP = 32 / ROW_VECS;
+    static_assert(32 % ROW_VECS == 0 && kTile % RSTEP == 0, "unsupported tile");
+    const int e = (lane % ROW_VECS) * VEC;
+    const int first = lane / ROW_VECS;
+    int row = tile * kTile + first;
+    const HeadToken start = by_len(row, a);
+    int token = start.token;
+    const int64_t token_stride = static_cast<int64_t>(a.q_heads) * D;
+    T* dst = static_cast<T*>(a.out) + (seq * L + token) * token_stride + (kv_head * group + start.head) * D + e;
+#pragma unroll
+    for (int k = 0; k < kTile / RSTEP; ++k) {
+        if (row < group_rows)
+            *reinterpret_cast<uint4*>(dst) = *reinterpret_cast<const uint4*>(tile_smem + (first + k * RSTEP) * LD + e);
+        row += RSTEP;
+        token += RSTEP;
+        dst += RSTEP * token_stride;
+        while (token >= L) {  // the next head's first tokens
+            token -= L;
+            dst += D - L * token_stride;
         }
     }
 }
