@@ -11,6 +11,8 @@
 #   VOXCPM_CUTLASS_INCLUDE=DIR    CUTLASS's headers (default: build/out/cutlass, which build/setup.sh
 #                                 installs); the *_sm90.cu ops need them and an sm_90 target, and
 #                                 are built without their kernels (reporting "not supported") else
+#   VOXCPM_REQUIRE_SM90=1         fail instead of building them without their kernels: a library
+#                                 meant for timing on a Hopper GPU (perf/device_call_env.sh)
 # Exits 0 without building when no nvcc is found: the ops then run their PyTorch reference path.
 set -euo pipefail
 
@@ -64,6 +66,10 @@ fi
 
 echo "build_kernels: $("$NVCC" --version | tail -1) archs=${ARCHS[*]} jobs=$JOBS -> $OUT_DIR"
 echo "build_kernels: Hopper-only ops ${SM90_NOTE}"
+if [ "${VOXCPM_REQUIRE_SM90:-0}" = 1 ] && [[ "$SM90_NOTE" != "with CUTLASS"* ]]; then
+    echo "build_kernels: VOXCPM_REQUIRE_SM90=1 and the Hopper-only ops would lack their kernels" >&2
+    exit 1
+fi
 sm90_pids=()
 for src in "${SM90_SOURCES[@]}"; do
     "$NVCC" "${SM90_FLAGS[@]}" -c "$src" -o "$OBJ_DIR/$(basename "$src" .cu).o" &

@@ -1,7 +1,9 @@
 # Sourced by a device call's script (perf/results/*/callN.sh), from the repository root on the
 # device machine: what every such call needs before its commands, so each script holds only what it
 # measures. The call carries build/out/session with lib.so.xz (the kernels library, built on the CPU
-# machine: VOXCPM_CUDA_ARCHS=90 bash build/build_kernels.sh DIR, then xz) and commit (git rev-parse
+# machine: VOXCPM_CUDA_ARCHS=90 VOXCPM_REQUIRE_SM90=1 bash build/build_kernels.sh DIR, then xz; the
+# second variable stops a build without the Hopper gate_up kernel, e.g. from a second worktree
+# without build/out/cutlass, as run 97's first call had) and commit (git rev-parse
 # HEAD of the tree sent). A call that measures a kernel change carries that library too and unpacks
 # it where its variant looks (unpack_lib).
 # Sets: P (the image's Python with CUDA torch), T0 (the start, in seconds); exports PYTHONPATH,

@@ -60,3 +60,14 @@ def test_library_builds_and_exports_every_c_symbol(tmp_path):
     # Hidden visibility: nothing but the C ABI leaks out (no C++ or CUDA runtime symbols).
     assert {name for name in exported if name.startswith("voxcpm_")} == set(library.EXPORTED_SYMBOLS)
     assert not [name for name in exported if name.startswith("_Z")]
+
+
+@pytest.mark.skipif(find_nvcc() is None, reason="nvcc not installed")
+def test_required_hopper_kernels_without_cutlass_stop_the_build(tmp_path):
+    env = dict(os.environ, VOXCPM_CUDA_ARCHS="90", NVCC=find_nvcc(), VOXCPM_REQUIRE_SM90="1",
+               VOXCPM_CUTLASS_INCLUDE=str(tmp_path / "no-cutlass"))
+    result = subprocess.run(["bash", str(ROOT / "build" / "build_kernels.sh"), str(tmp_path / "lib")], env=env,
+                            capture_output=True, text=True, timeout=60)
+    assert result.returncode != 0
+    assert "VOXCPM_REQUIRE_SM90=1" in result.stderr
+    assert not (tmp_path / "lib" / library.LIBRARY_NAME).exists()
