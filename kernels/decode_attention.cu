@@ -416,15 +416,6 @@ __device__ __forceinline__ void attend_step(WarpState<D, NH>& st, const StepRegs
         }
 }
 
-// The two 16-bit values of a register (element 2i in the low half), as floats.
-template <typename T> __device__ __forceinline__ float2 unpack_pair(uint32_t w);
-template <> __device__ __forceinline__ float2 unpack_pair<__nv_bfloat16>(uint32_t w) {
-    return make_float2(__uint_as_float(w << 16), __uint_as_float(w & 0xffff0000u));
-}
-template <> __device__ __forceinline__ float2 unpack_pair<__half>(uint32_t w) {
-    return __half22float2(*reinterpret_cast<const __half2*>(&w));
-}
-
 // Rotate-half RoPE of lane (g, q)'s registers of one row, dims 32j + 8q.. (j < D / 32, as the key
 // loads order them: dims d and d + D / 2 sit in words j and j + D / 64 of the same lane), each value
 // first multiplied by `factor`, rounded to T once. Products rounded on their own, as rope_kv_write.
@@ -435,8 +426,8 @@ __device__ __forceinline__ void rotate_row(uint32_t (&row)[D / 32][4], const flo
     for (int j = 0; j < D / 64; ++j)
 #pragma unroll
         for (int w = 0; w < 4; ++w) {
-            const float2 first = unpack_pair<T>(row[j][w]);
-            const float2 second = unpack_pair<T>(row[j + D / 64][w]);
+            const float2 first = Mma<T>::unpack(row[j][w]);
+            const float2 second = Mma<T>::unpack(row[j + D / 64][w]);
             float x1[2] = {first.x * factor, first.y * factor};
             float x2[2] = {second.x * factor, second.y * factor};
             if (cos_row != nullptr) {

@@ -1,6 +1,6 @@
 // The tensor-core instruction the bf16/fp16 kernels share: mma.sync m16n8k16 with fp32
-// accumulators, packing two floats into one 16-bit pair register, and the hi + lo split that
-// carries fp32 probabilities into it.
+// accumulators, packing two floats into one 16-bit pair register (and back), and the hi + lo split
+// that carries fp32 probabilities into it.
 #pragma once
 
 #include <cuda_bf16.h>
@@ -20,6 +20,10 @@ template <> struct Mma<__nv_bfloat16> {
         __nv_bfloat162 v = __floats2bfloat162_rn(lo, hi);
         return *reinterpret_cast<uint32_t*>(&v);
     }
+    // pack's inverse: the register's two values as floats (element 2i in the low half).
+    static __device__ __forceinline__ float2 unpack(uint32_t w) {
+        return make_float2(__uint_as_float(w << 16), __uint_as_float(w & 0xffff0000u));
+    }
     static __device__ __forceinline__ void run(float (&d)[4], const uint32_t (&a)[4], uint32_t b0, uint32_t b1) {
 #if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 800
         asm volatile(
@@ -35,6 +39,9 @@ template <> struct Mma<__half> {
     static __device__ __forceinline__ uint32_t pack(float lo, float hi) {
         __half2 v = __floats2half2_rn(lo, hi);
         return *reinterpret_cast<uint32_t*>(&v);
+    }
+    static __device__ __forceinline__ float2 unpack(uint32_t w) {
+        return __half22float2(*reinterpret_cast<const __half2*>(&w));
     }
     static __device__ __forceinline__ void run(float (&d)[4], const uint32_t (&a)[4], uint32_t b0, uint32_t b1) {
 #if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 800
