@@ -86,6 +86,14 @@ def splits_for_waves(blocks_per_split: int, resident_blocks: int) -> int:
     return min(range(1, DEFAULT_MAX_SPLITS + 1), key=cost)
 
 
+def _split_workspace(q: torch.Tensor, num_splits: int) -> tuple[torch.Tensor, int]:
+    """The kernels' scratch for num_splits partial results per query head of q [B, Hq, d], and its
+    size in bytes (at least one byte is allocated, so its pointer is never null)."""
+    batch, q_heads, head_dim = q.shape
+    nbytes = lib.library().voxcpm_decode_attention_workspace_bytes(batch, q_heads, head_dim, num_splits)
+    return torch.empty(max(nbytes, 1), dtype=torch.uint8, device=q.device), nbytes
+
+
 def _check_alignment(*named: tuple[str, torch.Tensor]) -> None:
     for name, t in named:
         vec = 16 // t.element_size()  # the kernel reads rows as 16-byte vectors
@@ -106,8 +114,7 @@ def _decode_attention_op(q: torch.Tensor, k_cache: torch.Tensor, v_cache: torch.
     _check_alignment(("q", q), ("k_cache", k_cache), ("v_cache", v_cache))
     kernels = lib.library()
     out = torch.empty_like(q)
-    nbytes = kernels.voxcpm_decode_attention_workspace_bytes(batch, q_heads, head_dim, num_splits)
-    workspace = torch.empty(max(nbytes, 1), dtype=torch.uint8, device=q.device)
+    workspace, nbytes = _split_workspace(q, num_splits)
     with lib.device_of(q):
         error = kernels.voxcpm_decode_attention(
             lib.ptr(q), lib.ptr(k_cache), lib.ptr(v_cache), k_cache.stride(0), k_cache.stride(1),
@@ -198,8 +205,7 @@ def _rope_decode_attention_op(q: torch.Tensor, k: torch.Tensor, v: torch.Tensor,
     _check_alignment(("k_cache", k_cache), ("v_cache", v_cache))
     kernels = lib.library()
     out = q.new_empty((batch, q_heads, head_dim))
-    nbytes = kernels.voxcpm_decode_attention_workspace_bytes(batch, q_heads, head_dim, num_splits)
-    workspace = torch.empty(max(nbytes, 1), dtype=torch.uint8, device=q.device)
+    workspace, nbytes = _split_workspace(q, num_splits)
     with lib.device_of(q):
         error = kernels.voxcpm_decode_attention_rope(
             lib.ptr(q), q.stride(0), lib.ptr(k), lib.ptr(v), k.stride(0), lib.ptr(cos), lib.ptr(sin),
