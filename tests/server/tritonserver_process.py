@@ -140,9 +140,15 @@ class TritonServer:
         return value
 
     def ready(self) -> bool:
+        """The server's ready endpoint says so and its metrics endpoint answers: Triton starts the
+        metrics service last, tens of ms after HTTP, and a test reading a gauge at once would meet a
+        refused connection."""
         try:
             with urllib.request.urlopen(f"http://{self.http_url}/v2/health/ready", timeout=2) as reply:
-                return reply.status == 200
+                if reply.status != 200:
+                    return False
+            self.metrics()
+            return True
         except OSError:
             return False
 
