@@ -1,0 +1,104 @@
+"""Where the decode step still runs plain PyTorch kernels: each aten op of one eager graph_ops step
+that is not inside a custom op (voxcpm::*) and launches device work, with the model line that
+issued it, per batch size. Those kernels sit between the programmatic-dependent chain's links:
+each one waits for the kernel before it to finish and makes the next one wait for it.
+
+    python perf/glue_ops.py [--batches 1,64] [--out glue.md]
+
+Full-size VoxCPM2-shaped random bf16 weights on the GPU, the step launched eagerly (the kernels are
+the graph's). `--cpu-dry-run` runs the tiny model on the CPU: it checks the script, and lists every
+top-level op there, since nothing launches device work.
+"""
+
+from __future__ import annotations
+
+import argparse
+import collections
+import sys
+from pathlib import Path
+
+import torch
+from torch.profiler import ProfilerActivity, profile
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+
+from perf.profile_step import MODES, decoding_runner, random_model, step  # noqa: E402
+
+# Ops that only make views or metadata: they launch nothing on any device.
+VIEW_OPS = {"aten::view", "aten::empty", "aten::unbind", "aten::select", "aten::slice", "aten::as_strided",
+            "aten::detach", "aten::t", "aten::transpose", "aten::reshape", "aten::unsqueeze", "aten::squeeze",
+            "aten::expand", "aten::lift_fresh", "aten::alias", "aten::flatten", "aten::permute",
+            "aten::split", "aten::chunk", "aten::narrow", "aten::_reshape_alias", "aten::new_empty",
+            "aten::empty_like", "aten::empty_strided", "aten::split_with_sizes", "aten::resolve_conj",
+            "aten::resolve_neg", "aten::result_type"}
+
+
+def call_site(event) -> str:
+    """The innermost frames of the model code (voxcpm_triton/...) that issued the op: with_stack
+    records Python calls as the op's ancestor events."""
+    frames, parent = [], event.cpu_parent
+    while parent is not None and len(frames) < 3:
+        if "voxcpm_triton/" in parent.name:
+            frames.append(parent.name.split("voxcpm_triton/")[-1])
+        parent = parent.cpu_parent
+    return " <- ".join(frames) or "?"
+
+
+def glue_events(prof, on_device: bool) -> collections.Counter:
+    counts: collections.Counter = collections.Counter()
+    for event in prof.events():
+        if not event.name.startswith("aten::") or event.name in VIEW_OPS:
+            continue
+        parent, nested = event.cpu_parent, False
+        while parent is not None:
+            nested |= parent.name.startswith(("aten::", "voxcpm::"))
+            parent = parent.cpu_parent
+        if nested or (on_device and event.device_time_total <= 0):
+            continue
+        shapes = str(event.input_shapes)[:48]
+        counts[(event.name, shapes, call_site(event))] += 1
+    return counts
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--batches", default="1,64")
+    parser.add_argument("--context", type=int, default=300)
+    parser.add_argument("--out", type=Path)
+    parser.add_argument("--cpu-dry-run", action="store_true")
+    args = parser.parse_args()
+    on_device = not args.cpu_dry_run
+    if on_device and not torch.cuda.is_available():
+        print("glue_ops: needs a CUDA GPU (or --cpu-dry-run)")
+        return 2
+    device = torch.device("cuda" if on_device else "cpu")
+    model = random_model("full" if on_device else "tiny", device)
+    activities = [ProfilerActivity.CPU] + ([ProfilerActivity.CUDA] if on_device else [])
+    lines = []
+    for batch in (int(b) for b in args.batches.split(",")):
+        options = dict(MODES["graph_ops"], cuda_graphs=False)
+        context = args.context if on_device else 16
+        runner, streams = decoding_runner(model, batch, context, 1024 if on_device else 64, 10, 2.0, options)
+        for _ in range(3):
+            step(runner, streams)
+        if on_device:
+            torch.cuda.synchronize()
+        with profile(activities=activities, with_stack=True, record_shapes=True) as prof:
+            step(runner, streams)
+            if on_device:
+                torch.cuda.synchronize()
+        counts = glue_events(prof, on_device)
+        lines += [f"### B={batch}: {sum(counts.values())} plain PyTorch ops with device work in one step", "",
+                  "| calls | op | input shapes | issued at |", "|---|---|---|---|"]
+        lines += [f"| {n} | {name} | {shapes} | {site} |" for (name, shapes, site), n in counts.most_common()]
+        lines.append("")
+        runner = streams = None
+    text = "\n".join(lines)
+    print(text)
+    if args.out:
+        args.out.write_text(text + "\n")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
