@@ -5,8 +5,8 @@ each one waits for the kernel before it to finish and makes the next one wait fo
 
     python perf/glue_ops.py [--batches 1,64] [--out glue.md]
 
-Full-size VoxCPM2-shaped random bf16 weights on the GPU, the step launched eagerly (the kernels are
-the graph's). `--cpu-dry-run` runs the tiny model on the CPU: it checks the script, and lists every
+Full-size VoxCPM2-shaped random bf16 weights on the GPU, the step launched eagerly after warm-up
+steps inside lt_gemm.tuning(), so each GEMM shape runs the kernel a graph capture would pick. `--cpu-dry-run` runs the tiny model on the CPU: it checks the script, and lists every
 top-level op there, since nothing launches device work.
 """
 
@@ -23,6 +23,7 @@ from torch.profiler import ProfilerActivity, profile
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 from perf.profile_step import MODES, decoding_runner, random_model, step  # noqa: E402
+from voxcpm_triton.ops import lt_gemm  # noqa: E402
 
 # Ops that only make views or metadata: they launch nothing on any device.
 VIEW_OPS = {"aten::view", "aten::empty", "aten::unbind", "aten::select", "aten::slice", "aten::as_strided",
@@ -34,14 +35,16 @@ VIEW_OPS = {"aten::view", "aten::empty", "aten::unbind", "aten::select", "aten::
 
 
 def call_site(event) -> str:
-    """The innermost frames of the model code (voxcpm_triton/...) that issued the op: with_stack
-    records Python calls as the op's ancestor events."""
-    frames, parent = [], event.cpu_parent
-    while parent is not None and len(frames) < 3:
+    """The innermost frames of the model code (voxcpm_triton/...) that issued the op. Depending on
+    the torch version, with_stack fills the op's own stack or records the Python calls as its
+    ancestor events (torch 2.13 here); both are read."""
+    frames = [frame for frame in event.stack if "voxcpm_triton/" in frame]
+    parent = event.cpu_parent
+    while parent is not None and not frames[2:]:
         if "voxcpm_triton/" in parent.name:
-            frames.append(parent.name.split("voxcpm_triton/")[-1])
+            frames.append(parent.name)
         parent = parent.cpu_parent
-    return " <- ".join(frames) or "?"
+    return " <- ".join(frame.split("voxcpm_triton/")[-1] for frame in frames[:3]) or "?"
 
 
 def glue_events(prof, on_device: bool) -> collections.Counter:
@@ -79,8 +82,9 @@ def main() -> int:
         options = dict(MODES["graph_ops"], cuda_graphs=False)
         context = args.context if on_device else 16
         runner, streams = decoding_runner(model, batch, context, 1024 if on_device else 64, 10, 2.0, options)
-        for _ in range(3):
-            step(runner, streams)
+        with lt_gemm.tuning():  # as a graph capture's warm-up: each GEMM shape picks its kernel
+            for _ in range(3):
+                step(runner, streams)
         if on_device:
             torch.cuda.synchronize()
         with profile(activities=activities, with_stack=True, record_shapes=True) as prof:
