@@ -1,0 +1,50 @@
+# Run 107, call 1: short_attention's tensor-core kernel staging by token (token_stage.patch beside
+# this script: git am on caf4925, three commits). lib_tok (its first commit): a thread loads the same
+# 16-byte piece pair of up to 3 rows of one token (its key row and query heads) with that token's
+# table piece, one round trip, where main's thread per row piece waits for each piece's table loads
+# in turn (main's SASS: 3 table round trips after the data's); grids of <= 2 blocks a multiprocessor
+# get up to 10 warps so that each staging thread has one item (64 streams: 264 items, 9 warps).
+# lib_tok2 (all three): the same, with the index setup, the zero rows and the statistic's barrier
+# before the programmatic wait (no spills in the 64-stream kernel). Outputs bit-equal to main's by
+# construction.
+# First the op's GPU tests on tok2 (its staging is tok's), then the kernel alone
+# (perf/short_attention_probe.py: 64 streams' shape with the statistic in the kernel and given, one
+# stream's, 256 streams'), three libraries interleaved twice, then the step (ab_step) main against the
+# faster of tok / tok2 at 1 and 64 streams.
+# carry: ["build/out/session/lib.so.xz", "build/out/session/lib_tok.so.xz", "build/out/session/lib_tok2.so.xz", "build/out/session/commit"]
+set -u; LIMIT=${LIMIT:-570}
+source perf/device_call_env.sh
+declare -A LIB
+for v in main tok tok2; do
+  LIB[$v]=$PWD/build/out/lib/$v/libvoxcpm_kernels.so
+  unpack_lib build/out/session/$([ $v = main ] && echo lib || echo lib_$v).so.xz ${LIB[$v]}
+done
+export VOXCPM_LT_CACHE=/tmp/r107_lt.json
+for v in tok2; do
+  VOXCPM_KERNELS_LIB=${LIB[$v]} timeout 100 $P -m pytest -q -p no:cacheprovider -m gpu -rf \
+    tests/gpu/test_short_attention_gpu.py tests/gpu/test_folded_norms_gpu.py > $OUT/tests_$v.log 2>&1; at tests_$v $?
+  tail -1 $OUT/tests_$v.log; grep -m6 "^FAILED\|Error" $OUT/tests_$v.log
+done
+for rep in 1 2; do for v in main tok tok2; do
+  VOXCPM_KERNELS_LIB=${LIB[$v]} $P perf/short_attention_probe.py --cases 128:input,128:given,2:input,512:given \
+    --time 2>&1 | sed "s/^/$v /"
+done; done | tee $OUT/probe.txt
+best=$(python3 - $OUT/probe.txt <<'PY'
+import sys, collections
+t = collections.defaultdict(list)
+for line in open(sys.argv[1]):
+    parts = line.split()
+    if len(parts) > 3 and "sequences=128" in line and "scales=input" in line:
+        t[parts[0]].append(float(parts[-2]))
+print(min(("tok", "tok2"), key=lambda v: min(t.get(v, [1e9]))))
+PY
+)
+echo "step A/B: main against $best"
+grep -q " passed" $OUT/tests_tok2.log && ! grep -q "^FAILED" $OUT/tests_tok2.log || exit 0
+l=$(left $LIMIT); reps=$([ $l -gt 230 ] && echo 3 || echo 2); echo "repeats $reps"
+[ $l -gt 100 ] && timeout $l $P perf/ab_step.py --out $OUT/ab \
+  --variant main=VOXCPM_KERNELS_LIB=${LIB[main]} --variant $best=VOXCPM_KERNELS_LIB=${LIB[$best]} \
+  --batches 1,64 --repeats $reps > $OUT/ab.log 2>&1; at ab $?
+cat $OUT/ab/ab_step.md 2>/dev/null || tail -20 $OUT/ab.log
+for f in $OUT/ab/*_*/profile_step.md; do echo $f; cat $f; done > $OUT/per_run.txt 2>/dev/null
+rm -rf $OUT/ab/main_* $OUT/ab/${best}_* $OUT/ab/throwaway
