@@ -7,14 +7,25 @@
 # HEAD of the tree sent). A call that measures a kernel change carries that library too and unpacks
 # it where its variant looks (unpack_lib).
 # Sets: P (the image's Python with CUDA torch), T0 (the start, in seconds); exports PYTHONPATH,
-# VOXCPM_KERNELS_LIB, VOXCPM_GIT_COMMIT, PYTHONUNBUFFERED; defines unpack_lib XZ SO, at NAME RC
-# (prints what ended and when) and left LIMIT (seconds left of LIMIT since T0). Prints the GPU's name.
+# VOXCPM_KERNELS_LIB, VOXCPM_GIT_COMMIT, PYTHONUNBUFFERED; defines unpack_lib XZ SO, unpack_variants
+# NAME... (a kernel A/B's libraries, paths in LIB[NAME]), at NAME RC (prints what ended and when) and
+# left LIMIT (seconds left of LIMIT since T0). Prints the GPU's name.
 P=/opt/torch/.venv/bin/python3
 unpack_lib() {
   mkdir -p "$(dirname "$2")"
   $P -c "import lzma,sys; open(sys.argv[2],'wb').write(lzma.open(sys.argv[1]).read())" "$1" "$2"
 }
 unpack_lib build/out/session/lib.so.xz build/out/lib/libvoxcpm_kernels.so
+# Each variant's library (main: build/out/session/lib.so.xz, else lib_NAME.so.xz) unpacked to
+# build/out/lib/NAME/, its path in LIB[NAME], for a variant's VOXCPM_KERNELS_LIB.
+declare -A LIB
+unpack_variants() {
+  local v
+  for v in "$@"; do
+    LIB[$v]=$PWD/build/out/lib/$v/libvoxcpm_kernels.so
+    unpack_lib "build/out/session/$([ "$v" = main ] && echo lib || echo "lib_$v").so.xz" "${LIB[$v]}"
+  done
+}
 export PYTHONPATH=$PWD VOXCPM_KERNELS_LIB=$PWD/build/out/lib/libvoxcpm_kernels.so PYTHONUNBUFFERED=1
 export VOXCPM_GIT_COMMIT=$(cat build/out/session/commit 2>/dev/null)
 nvidia-smi --query-gpu=name,driver_version --format=csv,noheader

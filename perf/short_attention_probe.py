@@ -4,6 +4,7 @@ dims), with its row scales as the engine passes them, for ncu or for a kernel A/
 
     python perf/short_attention_probe.py --sequences 128 --scales given --time   # us per call
     python perf/short_attention_probe.py --cases 128:input,2:input --time         # several, one process
+    python perf/short_attention_probe.py --fastest probe.txt --among tok,tok2      # the faster library
     ncu --clock-control none -k regex:short_attention --launch-skip 2 --launch-count 1 --set full \\
         python perf/short_attention_probe.py --sequences 128 --scales given
 
@@ -48,6 +49,21 @@ def run_case(sequences: int, seq_len: int, scales: str, launches: int, time_it: 
         print(f"short_attention sequences={sequences} seq_len={seq_len} scales={scales}: {us:.2f} us")
 
 
+def fastest(lines: list[str], among: list[str], case: str = "128:input") -> str:
+    """The variant with the lowest time for `case` (SEQUENCES:SCALES) in a device call's probe output:
+    --time lines, each prefixed with its variant (library) name; the best of its repeats counts."""
+    sequences, scales = case.split(":")
+    best: dict[str, float] = {}
+    for line in lines:
+        parts = line.split()
+        if (len(parts) > 3 and parts[0] in among and f"sequences={sequences}" in parts
+                and f"scales={scales}:" in parts):
+            best[parts[0]] = min(best.get(parts[0], float("inf")), float(parts[-2]))
+    if not best:
+        raise SystemExit(f"no {case} time for any of {among}")
+    return min(best, key=best.__getitem__)
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--sequences", type=int, default=128)
@@ -57,7 +73,14 @@ def main() -> None:
                         help="instead of the three above: SEQUENCES:SCALES,... (each at --seq-len), one process")
     parser.add_argument("--launches", type=int, default=4, help="eager launches (for ncu to pick from)")
     parser.add_argument("--time", action="store_true", help="print the graph-replayed time per call")
+    parser.add_argument("--fastest", type=Path, help="instead: print which of --among is fastest in this "
+                        "file of --time lines prefixed with variant names")
+    parser.add_argument("--among", default="", help="variant names for --fastest, comma-separated")
+    parser.add_argument("--case", default="128:input", help="SEQUENCES:SCALES that --fastest compares")
     args = parser.parse_args()
+    if args.fastest:
+        print(fastest(args.fastest.read_text().splitlines(), args.among.split(","), args.case))
+        return
     cases = [(args.sequences, args.scales)]
     if args.cases:
         cases = [(int(n), kind) for n, kind in (c.split(":") for c in args.cases.split(","))]

@@ -9,42 +9,28 @@
 # construction.
 # First the op's GPU tests on tok2 (its staging is tok's), then the kernel alone
 # (perf/short_attention_probe.py: 64 streams' shape with the statistic in the kernel and given, one
-# stream's, 256 streams'), three libraries interleaved twice, then the step (ab_step) main against the
-# faster of tok / tok2 at 1 and 64 streams.
+# stream's, 256 streams'), three libraries interleaved PROBE_REPS (2) times, then the step (ab_step)
+# main against the faster of tok / tok2 at AB_BATCHES (1,64) streams, AB_REPEATS (3, or 2 when
+# less than 230 s are left) repeats.
 # carry: ["build/out/session/lib.so.xz", "build/out/session/lib_tok.so.xz", "build/out/session/lib_tok2.so.xz", "build/out/session/commit"]
 set -u; LIMIT=${LIMIT:-570}
 source perf/device_call_env.sh
-declare -A LIB
-for v in main tok tok2; do
-  LIB[$v]=$PWD/build/out/lib/$v/libvoxcpm_kernels.so
-  unpack_lib build/out/session/$([ $v = main ] && echo lib || echo lib_$v).so.xz ${LIB[$v]}
-done
+unpack_variants main tok tok2
 export VOXCPM_LT_CACHE=/tmp/r107_lt.json
-for v in tok2; do
-  VOXCPM_KERNELS_LIB=${LIB[$v]} timeout 100 $P -m pytest -q -p no:cacheprovider -m gpu -rf \
-    tests/gpu/test_short_attention_gpu.py tests/gpu/test_folded_norms_gpu.py > $OUT/tests_$v.log 2>&1; at tests_$v $?
-  tail -1 $OUT/tests_$v.log; grep -m6 "^FAILED\|Error" $OUT/tests_$v.log
-done
-for rep in 1 2; do for v in main tok tok2; do
+VOXCPM_KERNELS_LIB=${LIB[tok2]} timeout 100 $P -m pytest -q -p no:cacheprovider -m gpu -rf \
+  tests/gpu/test_short_attention_gpu.py tests/gpu/test_folded_norms_gpu.py > $OUT/tests_tok2.log 2>&1; at tests_tok2 $?
+tail -1 $OUT/tests_tok2.log; grep -m6 "^FAILED\|Error" $OUT/tests_tok2.log
+for rep in $(seq ${PROBE_REPS:-2}); do for v in main tok tok2; do
   VOXCPM_KERNELS_LIB=${LIB[$v]} $P perf/short_attention_probe.py --cases 128:input,128:given,2:input,512:given \
     --time 2>&1 | sed "s/^/$v /"
 done; done | tee $OUT/probe.txt
-best=$(python3 - $OUT/probe.txt <<'PY'
-import sys, collections
-t = collections.defaultdict(list)
-for line in open(sys.argv[1]):
-    parts = line.split()
-    if len(parts) > 3 and "sequences=128" in line and "scales=input" in line:
-        t[parts[0]].append(float(parts[-2]))
-print(min(("tok", "tok2"), key=lambda v: min(t.get(v, [1e9]))))
-PY
-)
+best=$($P perf/short_attention_probe.py --fastest $OUT/probe.txt --among tok,tok2) || exit 0
 echo "step A/B: main against $best"
 grep -q " passed" $OUT/tests_tok2.log && ! grep -q "^FAILED" $OUT/tests_tok2.log || exit 0
-l=$(left $LIMIT); reps=$([ $l -gt 230 ] && echo 3 || echo 2); echo "repeats $reps"
+l=$(left $LIMIT); reps=${AB_REPEATS:-$([ $l -gt 230 ] && echo 3 || echo 2)}; echo "repeats $reps"
 [ $l -gt 100 ] && timeout $l $P perf/ab_step.py --out $OUT/ab \
   --variant main=VOXCPM_KERNELS_LIB=${LIB[main]} --variant $best=VOXCPM_KERNELS_LIB=${LIB[$best]} \
-  --batches 1,64 --repeats $reps > $OUT/ab.log 2>&1; at ab $?
+  --batches ${AB_BATCHES:-1,64} --repeats $reps > $OUT/ab.log 2>&1; at ab $?
 cat $OUT/ab/ab_step.md 2>/dev/null || tail -20 $OUT/ab.log
 for f in $OUT/ab/*_*/profile_step.md; do echo $f; cat $f; done > $OUT/per_run.txt 2>/dev/null
 rm -rf $OUT/ab/main_* $OUT/ab/${best}_* $OUT/ab/throwaway
