@@ -34,10 +34,11 @@ l=$(left $LIMIT); reps=${AB_REPEATS:-$([ $l -gt 230 ] && echo 3 || echo 2)}; ech
 cat $OUT/ab/ab_step.md 2>/dev/null || tail -20 $OUT/ab.log
 for f in $OUT/ab/*_*/profile_step.md; do echo $f; cat $f; done > $OUT/per_run.txt 2>/dev/null
 rm -rf $OUT/ab/main_* $OUT/ab/${best}_* $OUT/ab/throwaway
-# With time left: ncu's full set on the faster library at 64 streams' shape, against run 97's of main.
+# With time left: ncu's full set on the faster library at 64 streams' shape with given scales, as run
+# 97's of main (perf/results/h100-2026-12-06-run97/call2/ncu_details.txt).
 NCU=$(command -v ncu || ls /opt/nvidia/nsight-compute/*/ncu 2>/dev/null | head -1)
 l=$(left $LIMIT); [ $l -gt 60 ] && [ -n "$NCU" ] && VOXCPM_KERNELS_LIB=${LIB[$best]} timeout $l $NCU --clock-control none \
   -k regex:short_attention --launch-skip 2 --launch-count 1 --set full --import-source no -o $OUT/sa128_$best \
-  $P perf/short_attention_probe.py --sequences 128 --scales input > $OUT/ncu_run.log 2>&1 && \
+  $P perf/short_attention_probe.py --sequences 128 --scales given > $OUT/ncu_run.log 2>&1 && \
   $NCU --import $OUT/sa128_$best.ncu-rep --page details > $OUT/ncu_details.txt 2>&1; at ncu $?
 xz -T4 $OUT/sa128_$best.ncu-rep 2>/dev/null
