@@ -375,6 +375,27 @@ def graph_time_us(fn: Callable[[], object], inner: int = 20, reps: int = 30) -> 
     return statistics.median(samples)
 
 
+def cold_time_us(call: Callable[[torch.Tensor], object], weights: list[torch.Tensor], replays: int = 20) -> float:
+    """Device us per call(w) with its weight cold, as a step reads each layer's: one call per weight
+    copy, back to back in one CUDA graph (copies enough to outgrow L2), replayed `replays` times.
+    graph_time_us replays one call on one set of operands, so its weights answer from L2."""
+    call(weights[0])
+    torch.cuda.synchronize()
+    graph = torch.cuda.CUDAGraph()
+    with torch.cuda.graph(graph):
+        for w in weights:
+            call(w)
+    for _ in range(3):
+        graph.replay()
+    start, end = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
+    start.record()
+    for _ in range(replays):
+        graph.replay()
+    end.record()
+    torch.cuda.synchronize()
+    return start.elapsed_time(end) * 1000 / (replays * len(weights))
+
+
 def measure(fn: Callable[[], object]) -> tuple[float | None, str | None]:
     try:
         return graph_time_us(fn), None

@@ -21,6 +21,7 @@ from pathlib import Path
 import torch
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[3]))
+from perf.bench_ops import cold_time_us  # noqa: E402
 from voxcpm_triton.ops import lt_gemm  # noqa: E402
 
 SHAPES = {"qkv": (2560, 2048), "o_proj": (2048, 2048), "gate_up": (12288, 2048), "down": (2048, 6144)}
@@ -78,21 +79,8 @@ def main() -> None:
                 call(weights[0])
                 torch.cuda.synchronize()
                 row["max_err"] = (out.float() - ref).abs().max().item() / scale
-                graph = torch.cuda.CUDAGraph()
-                with torch.cuda.graph(graph):
-                    for w in weights:
-                        call(w)
-                for _ in range(3):
-                    graph.replay()
-                start, end = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
-                start.record()
-                for _ in range(REPLAYS):
-                    graph.replay()
-                end.record()
-                torch.cuda.synchronize()
-                us = start.elapsed_time(end) * 1000 / (REPLAYS * copies)
+                us = cold_time_us(call, weights, REPLAYS)
                 row.update(us=round(us, 2), tb_s=round(weight_bytes / us / 1e6, 2))
-                del graph
             except Exception as exc:  # a variant that fails to run is a result too
                 row["error"] = str(exc)[:200]
             results.append(row)

@@ -22,31 +22,13 @@ import torch
 import torch.nn.functional as F
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[3]))
+from perf.bench_ops import cold_time_us  # noqa: E402
 from voxcpm_triton.ops import lt_gemm  # noqa: E402
 
 # (n, k, beta): qkv and gate_up are plain, o_proj and down accumulate into the residual.
 SHAPES = {"qkv": (2560, 2048, 0.0), "o_proj": (2048, 2048, 1.0), "gate_up": (12288, 2048, 0.0),
           "down": (2048, 6144, 1.0)}
 REPLAYS = 20
-
-
-def cold_us(call, weights: list[torch.Tensor]) -> float:
-    """Device us per call(w), one call per weight copy, back to back in a CUDA graph."""
-    call(weights[0])
-    torch.cuda.synchronize()
-    graph = torch.cuda.CUDAGraph()
-    with torch.cuda.graph(graph):
-        for w in weights:
-            call(w)
-    for _ in range(3):
-        graph.replay()
-    start, end = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
-    start.record()
-    for _ in range(REPLAYS):
-        graph.replay()
-    end.record()
-    torch.cuda.synchronize()
-    return start.elapsed_time(end) * 1000 / (REPLAYS * len(weights))
 
 
 def main() -> None:
@@ -98,7 +80,7 @@ def main() -> None:
                     lt_gemm._run(lt_plan, algo, x, weights[0], None, product, 1.0, 0.0)
                 row["same_bits"] = bool(torch.equal(product, expected))
                 row["warm_us"] = round(lt_gemm.time_call(lambda: call(weights[0])) * 1000, 2)
-                row["cold_us"] = round(cold_us(call, weights), 2)
+                row["cold_us"] = round(cold_time_us(call, weights, REPLAYS), 2)
             except Exception as exc:  # an algorithm that fails is a result too
                 row["error"] = str(exc)[:200]
             results.append(row)
