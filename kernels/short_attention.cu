@@ -5,11 +5,11 @@
 //
 // bf16 / fp16 on compute capability >= 8 (tensor cores): the group's query rows (head-major, token
 // minor) form 16-row tiles, one per warp; in a grid of many blocks a block has only the warps its
-// tiles need, so more blocks share a multiprocessor (see mma_warps). A block stages its K and query
-// rows rotated on their way to shared memory: loaded to registers a few per thread at once (their
-// memory round trips overlap), rotated by table rows read from global memory (a few KB every block
-// reads, so cache hits; nothing of them in shared memory) and stored, while V goes over by cp.async;
-// then one barrier, and the warps work from shared memory alone. Logits = one mma.sync m16n8k16 per 16
+// tiles need, so more blocks share a multiprocessor (see mma_block). A block stages its K and query
+// rows rotated on their way to shared memory: a thread loads the same 16-byte pieces of a few rows of
+// one token into registers at once, with that token's table piece (read from global memory: a few KB
+// every block reads, so cache hits; nothing of them in shared memory), rotates and stores them, while
+// V goes over by cp.async; then one barrier, and the warps work from shared memory alone. Logits = one mma.sync m16n8k16 per 16
 // dims and 8 keys with fp32 accumulation (products of 16-bit values are exact in fp32). The
 // probabilities are fp32; the weighted sum feeds them to the tensor cores as hi + lo 16-bit parts
 // (two mma per tile), which keeps ~16 of their mantissa bits instead of the 8 one bf16 rounding would.
@@ -52,6 +52,7 @@ struct ShortArgs {
     int seq_len, q_heads, kv_heads;
     int heads_per_block;  // CUDA-core kernel: query heads per block (a divisor of the group size)
     int tiles_per_block;  // tensor-core kernel: 16-row query tiles per block
+    int stage_slots;      // tensor-core kernel: rows of one token a staging thread takes (<= kStageSlots)
     float scale_log2;  // softmax scale folded with log2(e): exp2 replaces exp
     int causal;
     uint32_t len_magic;  // ceil(2^32 / seq_len) for seq_len >= 2, for by_len
@@ -326,10 +327,20 @@ int launch_for_length(const ShortArgs& a, int64_t sequences, cudaStream_t stream
 constexpr int kMmaWarps = 8;  // one query tile each: a LocDiT group (8 heads x 11 tokens) is 6 tiles
 constexpr int kMmaMinWarps = 4;  // a block of fewer tiles still stages with 4 warps: a shorter serial chain
 constexpr int kTile = 16;  // query rows per warp tile (the mma's M)
-// Pairs of 16-byte row pieces a thread loads before it stores any while staging: 3 measured best on an
-// H200 at 128 and 512 sequences of 11 tokens (a 6-warp block's rows in two round trips), 2 and 4 a
-// few percent behind.
-constexpr int kStageBatch = 3;
+// Most rows of one token whose 16-byte piece pairs a thread stages together (a LocDiT block at 64
+// streams: a key row and 8 query heads, in 3 chunks): 3 pairs and one table piece are 56 registers.
+constexpr int kStageSlots = 3;
+// A grid of at most two blocks a multiprocessor gets up to this many warps, so that each staging
+// thread takes one chunk (one round trip): at <= 96 registers a quadrant of the register file holds
+// 5 warps, so two 10-warp blocks still fit a multiprocessor.
+constexpr int kMaxStageWarps = 10;
+
+// Staging items of a block (one per token, 16-byte piece pair and chunk of `slots` rows): a token has
+// its key row and at most `query_rows` query rows (a block's query rows are contiguous in the group:
+// ceil(rows / seq_len) a token).
+__host__ __device__ inline int stage_items(int seq_len, int pair_vecs, int query_rows, int slots) {
+    return seq_len * pair_vecs * ((query_rows + slots) / slots);
+}
 
 // Four 8x8 16-bit matrices from shared memory; lanes 8i..8i+7 give the row addresses of matrix i.
 __device__ __forceinline__ void ldmatrix_x4(uint32_t (&r)[4], const void* row) {
@@ -374,18 +385,36 @@ __device__ __forceinline__ void wait_async_copies() {
 #endif
 }
 
+// A 16-byte piece of 8 16-bit values as floats (element i at out[i]), and back, rounded once.
+template <typename T>
+__device__ __forceinline__ void unpack_piece(const uint4& w, float (&out)[8]) {
+    const uint32_t words[4] = {w.x, w.y, w.z, w.w};
+#pragma unroll
+    for (int i = 0; i < 4; ++i) {
+        const float2 v = Mma<T>::unpack(words[i]);
+        out[2 * i] = v.x;
+        out[2 * i + 1] = v.y;
+    }
+}
+
+template <typename T>
+__device__ __forceinline__ uint4 pack_piece(const float (&in)[8]) {
+    return make_uint4(Mma<T>::pack(in[0], in[1]), Mma<T>::pack(in[2], in[3]), Mma<T>::pack(in[4], in[5]),
+                      Mma<T>::pack(in[6], in[7]));
+}
+
 // Thread layouts (PTX ISA, mma.m16n8k16): with g = lane / 4 and q = lane % 4, accumulator tile
 // element (row, col) sits in c[0..1] at (g, 2q..2q+1) and c[2..3] at (g + 8, 2q..2q+1); the A
 // fragment of a 16x16 tile is a[0]: (g, 2q..), a[1]: (g + 8, 2q..), a[2]: (g, 2q + 8..), a[3]:
 // (g + 8, 2q + 8..), so two neighbouring accumulator tiles of P are the A fragment of one k-step.
 // At most 96 registers: a multiprocessor's register file is four quadrants of 16K, each warp in one,
 // so 6-warp blocks fit 3 to a multiprocessor (5 warps a quadrant) at <= 96 and only 2 at 98.
-// __maxnreg__ needs nvcc 12.4; older compilers get the previous bound (up to 8 warps per block).
+// __maxnreg__ needs nvcc 12.4; older compilers get the previous bound (up to kMaxStageWarps a block).
 #if defined(__CUDACC_VER_MAJOR__) && \
     (__CUDACC_VER_MAJOR__ > 12 || (__CUDACC_VER_MAJOR__ == 12 && __CUDACC_VER_MINOR__ >= 4))
 #define VOXCPM_SHORT_ATTENTION_BOUNDS __maxnreg__(96)
 #else
-#define VOXCPM_SHORT_ATTENTION_BOUNDS __launch_bounds__(kMmaWarps * 32)
+#define VOXCPM_SHORT_ATTENTION_BOUNDS __launch_bounds__(kMaxStageWarps * 32)
 #endif
 // Where the tensor-core kernel's row scales come from (folded norms): none, a.row_scale, or computed
 // from a.norm_input. Separate instantiations, so that the unscaled kernel keeps its code: a runtime
@@ -452,72 +481,81 @@ __global__ void VOXCPM_SHORT_ATTENTION_BOUNDS short_attention_mma_kernel(ShortAr
     }
     if constexpr (SCALES == kInputScales) __syncthreads();  // the staging below reads every token's scale
 
-    // Key rows [0, L), then the query rows (head-major, token-minor within the group; rows past the
-    // group repeat its last row and are never stored), each scaled and rotated by its token's row scale
-    // and table row on its way to shared memory (V's scale goes into the probabilities instead). A
-    // thread loads kStageBatch pairs of 16-byte vectors before it stores any, so their memory round
-    // trips overlap instead of queueing one behind the other.
-    // Each row is resolved once, by the loop that loads it; the storing loop keeps where it goes (an
-    // offset from ks, so the stores stay shared-memory ones) and its token.
-    struct Staged {
-        const T* src;
-        int dst;  // elements from ks
-        int token;
-    };
-    const auto staged = [&](int r) -> Staged {
-        if (r < L) return {k_src + r * width, r * LD, r};
-        const HeadToken q = by_len(min(tile0 * kTile + r - L, group_rows - 1), a);
-        return {rows + q.token * width + static_cast<int64_t>(kv_head * group + q.head) * D,
-                static_cast<int>(qs - ks) + (r - L) * LD, q.token};
-    };
-    const int items = (L + block_tiles * kTile) * PAIR_VECS;
+    // The rows a block stages for token t (its key row and that token's row of each query head in
+    // the block's tiles) are scaled and rotated by one row scale and one table row. A thread takes
+    // one 16-byte piece pair (dims e.., e + D/2..) of up to kStageSlots of them: it loads the pieces
+    // and the table's piece together and stores the rotated rows after one memory round trip, where
+    // a thread per row piece would wait for each piece's table loads in turn (registers do not hold
+    // them all at once). Query rows are head-major, token-minor within the group, so token t's rows
+    // are L apart from the first at or after the block's first group row g0; rows of the block's
+    // last tile past the group are zero and never stored. V's scale goes into the probabilities.
+    const T* q_src = rows + static_cast<int64_t>(kv_head * group) * D;
+    const int g0 = tile0 * kTile;
+    const int g_end = min(g0 + block_tiles * kTile, group_rows);
+    for (int i = threadIdx.x; i < (g0 + block_tiles * kTile - g_end) * ROW_VECS; i += blockDim.x) {
+        const int r = i / ROW_VECS;
+        *reinterpret_cast<uint4*>(qs + (g_end - g0 + r) * LD + (i - r * ROW_VECS) * VEC) = make_uint4(0u, 0u, 0u, 0u);
+    }
+    const int slots = a.stage_slots;
+    uint4* const words = reinterpret_cast<uint4*>(shared_raw);  // ks, vs and qs as 16-byte words
+    const int items = stage_items(L, PAIR_VECS, by_len(g_end - g0 + L - 1, a).head, slots);
     const auto stage = [&](auto converting) {
-        for (int i0 = threadIdx.x; i0 < items; i0 += kStageBatch * blockDim.x) {
-            uint4 x[kStageBatch][2];
-            int dst[kStageBatch], token[kStageBatch];
-            [[maybe_unused]] float factor[kStageBatch];  // given scales: the rows', in flight with them
+        for (int i = threadIdx.x; i < items; i += blockDim.x) {
+            const int rest = i / PAIR_VECS;
+            const int e = (i - rest * PAIR_VECS) * VEC;
+            const HeadToken ct = by_len(rest, a);  // (slot chunk, token)
+            const int t = ct.token;
+            const int head0 = by_len(g0 + L - 1 - t, a).head;  // the first query head with a row of t in the block
+            uint4 x[kStageSlots][2];
+            int dst[kStageSlots];  // in 16-byte words from ks (uint4 indexing keeps the stores 16-byte ones)
 #pragma unroll
-            for (int b = 0; b < kStageBatch; ++b) {
-                const int i = i0 + b * blockDim.x;
-                if (i < items) {
-                    const int r = i / PAIR_VECS;
-                    const int e = (i - r * PAIR_VECS) * VEC;
-                    const Staged row = staged(r);
-                    const T* src = row.src + e;
-                    x[b][0] = __ldcg(reinterpret_cast<const uint4*>(src));  // L2 only, as cp.async.cg
-                    x[b][1] = __ldcg(reinterpret_cast<const uint4*>(src + HALF));
-                    if constexpr (SCALES == kGivenScales) factor[b] = __ldg(a.row_scale + seq * L + row.token);
-                    dst[b] = row.dst + e;
-                    token[b] = row.token;
+            for (int b = 0; b < kStageSlots; ++b) {
+                const int slot = ct.head * slots + b;  // 0: the key row, then query heads from head0
+                const int g = t + (head0 + slot - 1) * L;
+                dst[b] = b >= slots ? -1
+                         : slot == 0 ? t * (LD / VEC)
+                         : g < g_end ? (2 * TPAD + g - g0) * (LD / VEC) : -1;
+                if (dst[b] >= 0) {
+                    const T* row = (slot == 0 ? k_src : q_src + (head0 + slot - 1) * D) + t * width + e;
+                    x[b][0] = __ldcg(reinterpret_cast<const uint4*>(row));  // L2 only, as cp.async.cg
+                    x[b][1] = __ldcg(reinterpret_cast<const uint4*>(row + HALF));
                 }
             }
+            if constexpr (decltype(converting)::value) {
+                float c1[VEC], s1[VEC], c2[VEC], s2[VEC];
+                const bool rotate = a.cos != nullptr;
+                if (rotate) {
+                    load_f32<VEC, true>(a.cos + t * D + e, c1);
+                    load_f32<VEC, true>(a.sin + t * D + e, s1);
+                    load_f32<VEC, true>(a.cos + t * D + e + HALF, c2);
+                    load_f32<VEC, true>(a.sin + t * D + e + HALF, s2);
+                }
+                [[maybe_unused]] float factor = 1.f;
+                if constexpr (SCALES == kInputScales) factor = key_scale[t];
+                if constexpr (SCALES == kGivenScales) factor = __ldg(a.row_scale + seq * L + t);
 #pragma unroll
-            for (int b = 0; b < kStageBatch; ++b) {
-                if (i0 + b * blockDim.x < items) {
-                    T* out = ks + dst[b];
-                    if constexpr (decltype(converting)::value) {
-                        const int e = static_cast<int>(static_cast<unsigned>(i0 + b * blockDim.x) % PAIR_VECS) * VEC;
-                        float x1[VEC], x2[VEC];
-                        load_vec<T, VEC>(reinterpret_cast<const T*>(&x[b][0]), x1);
-                        load_vec<T, VEC>(reinterpret_cast<const T*>(&x[b][1]), x2);
+                for (int b = 0; b < kStageSlots; ++b) {
+                    if (dst[b] < 0) continue;
+                    float x1[VEC], x2[VEC];
+                    unpack_piece<T>(x[b][0], x1);
+                    unpack_piece<T>(x[b][1], x2);
+#pragma unroll
+                    for (int v = 0; v < VEC; ++v) {
                         if constexpr (SCALED) {
-                            // Computed scales are in shared memory already: read where used, not
-                            // held in registers across the batch's loads.
-                            const float f = SCALES == kInputScales ? key_scale[token[b]] : factor[b];
-#pragma unroll
-                            for (int v = 0; v < VEC; ++v) {
-                                x1[v] *= f;
-                                x2[v] *= f;
-                            }
+                            x1[v] *= factor;
+                            x2[v] *= factor;
                         }
-                        if (!SCALED || a.cos != nullptr)
-                            rotate_pairs<T, D, VEC, true, false>(x1, x2, a.cos + token[b] * D, a.sin + token[b] * D, e);
-                        store_vec<T, VEC>(out, x1);
-                        store_vec<T, VEC>(out + HALF, x2);
-                    } else {
-                        *reinterpret_cast<uint4*>(out) = x[b][0];
-                        *reinterpret_cast<uint4*>(out + HALF) = x[b][1];
+                        if (rotate) rope_pair(x1[v], x2[v], c1[v], s1[v], c2[v], s2[v]);
                     }
+                    words[dst[b] + e / VEC] = pack_piece<T>(x1);
+                    words[dst[b] + (e + HALF) / VEC] = pack_piece<T>(x2);
+                }
+            } else {
+#pragma unroll
+                for (int b = 0; b < kStageSlots; ++b) {
+                    if (dst[b] < 0) continue;
+                    words[dst[b] + e / VEC] = x[b][0];
+                    words[dst[b] + (e + HALF) / VEC] = x[b][1];
                 }
             }
         }
@@ -710,13 +748,35 @@ int tiles_per_block(int64_t sequences, int q_heads, int kv_heads, int seq_len, i
     return 1;
 }
 
-// Warps of a tensor-core block. A grid of more than two blocks per multiprocessor gets one warp per
-// tile (at least kMmaMinWarps, for the staging): 3 blocks of 6 warps then share a multiprocessor where
-// 2 of 8 would. A smaller grid keeps 8 warps: on an H200 its smaller blocks measured slower behind
-// another kernel under programmatic dependent launch (64-256 sequences of 11 tokens), as if the
-// blocks started early packed onto the multiprocessors the previous kernel left free.
-int mma_warps(int64_t blocks, int tiles_per_block, int sms) {
-    return blocks > 2 * static_cast<int64_t>(sms) ? std::max(tiles_per_block, kMmaMinWarps) : kMmaWarps;
+// Rows of a token a staging thread takes: the fewest that leave each of `threads` at most one item,
+// so that its arithmetic stays short where threads are plenty (one stream: 2), else kStageSlots.
+int stage_slots(int seq_len, int pair_vecs, int query_rows, int threads) {
+    for (int slots = 1; slots < kStageSlots; ++slots)
+        if (stage_items(seq_len, pair_vecs, query_rows, slots) <= threads) return slots;
+    return kStageSlots;
+}
+
+struct MmaBlock {
+    int warps, stage_slots;
+};
+
+// Warps of a tensor-core block and its staging threads' rows. A grid of more than two blocks per
+// multiprocessor gets one warp per tile (at least kMmaMinWarps, for the staging): 3 blocks of 6 warps
+// then share a multiprocessor where 2 of 8 would. A smaller grid keeps at least 8 warps: on an H200
+// its smaller blocks measured slower behind another kernel under programmatic dependent launch
+// (64-256 sequences of 11 tokens), as if the blocks started early packed onto the multiprocessors
+// the previous kernel left free; and up to kMaxStageWarps where that gives each staging thread one
+// item (64 streams: 264 items, 9 warps).
+MmaBlock mma_block(int64_t blocks, int tiles_per_block, int seq_len, int pair_vecs, int query_rows, int sms) {
+    if (blocks > 2 * static_cast<int64_t>(sms)) {
+        const int warps = std::max(tiles_per_block, kMmaMinWarps);
+        return {warps, stage_slots(seq_len, pair_vecs, query_rows, warps * 32)};
+    }
+    int slots = stage_slots(seq_len, pair_vecs, query_rows, kMmaWarps * 32);
+    if (stage_items(seq_len, pair_vecs, query_rows, slots) > kMmaWarps * 32)
+        slots = stage_slots(seq_len, pair_vecs, query_rows, kMaxStageWarps * 32);
+    const int items = stage_items(seq_len, pair_vecs, query_rows, slots);
+    return {std::clamp((items + 31) / 32, kMmaWarps, kMaxStageWarps), slots};
 }
 
 // Query heads per block: the whole group sharing a KV head (K/V staged once for all of them) unless
@@ -776,7 +836,11 @@ extern "C" int voxcpm_short_attention(const void* qkv, const float* cos, const f
     const int tiles = ((q_heads / kv_heads) * seq_len + kTile - 1) / kTile;
     const int chunks = (tiles + a.tiles_per_block - 1) / a.tiles_per_block;
     if (static_cast<int64_t>(kv_heads) * chunks > 65535) return VOXCPM_ERROR_INVALID_ARGUMENT;
-    const int warps = mma_warps(sequences * kv_heads * chunks, a.tiles_per_block, sms);
+    const int block_rows = std::min(a.tiles_per_block * kTile, (q_heads / kv_heads) * seq_len);
+    const MmaBlock block = mma_block(sequences * kv_heads * chunks, a.tiles_per_block, seq_len, head_dim / 16,
+                                     (block_rows + seq_len - 1) / seq_len, sms);
+    a.stage_slots = block.stage_slots;
+    const int warps = block.warps;
     auto s = static_cast<cudaStream_t>(stream);
     return dispatch_dtype(dtype, [&](auto tag) {
         using T = decltype(tag);
