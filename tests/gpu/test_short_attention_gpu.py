@@ -89,10 +89,11 @@ def test_kernel_head_groups_rope_and_causal(dtype, q_heads, kv_heads, rope, caus
                                                      (128, 11), (70, 17), (512, 11), (512, 4)))
 def test_tensor_core_kernel_block_shapes(dtype, rope, causal, sequences, seq_len):
     """LocDiT's 16 q / 2 kv heads of 128 at batches whose blocks take each count of query tiles the
-    tensor-core kernel picks. On a 132-SM H200: 8-warp blocks of 1, 2, 3 (a last chunk of 2), 4 (+ 3),
-    7, 8 and 6 tiles (128 sequences, 64 streams); then grids of over 2 blocks per SM, whose blocks have
-    a warp per tile but at least 4: 5 (+ 4) tiles in 5 warps, 6 in 6 (512 sequences, 256 streams),
-    2 in 4. Warps without a tile leave after the staging."""
+    tensor-core kernel picks. On a 132-SM H200: blocks of 1, 2, 3 (a last chunk of 2) and 4 (+ 3) tiles
+    in 8 warps, 7 and 8 tiles in 10 (their staging threads taking 1 or 2 items), 6 tiles in 9 (128
+    sequences, 64 streams); then grids of over 2 blocks per SM, whose blocks have a warp per tile but at
+    least 4: 5 (+ 4) tiles in 5 warps, 6 in 6 (512 sequences, 256 streams), 2 in 4. Staging threads take
+    1, 2 or 3 rows of a token among these shapes. Warps without a tile leave after the staging."""
     q_heads, kv_heads, head_dim = 16, 2, 128
     qkv = make_qkv(sequences, seq_len, q_heads, kv_heads, head_dim, dtype, seed=sequences + seq_len)
     cos, sin = longrope_like_tables(seq_len, head_dim) if rope else (None, None)
