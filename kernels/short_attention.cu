@@ -439,13 +439,6 @@ __global__ void VOXCPM_SHORT_ATTENTION_BOUNDS short_attention_mma_kernel(ShortAr
     float* key_scale = reinterpret_cast<float*>(qs + a.tiles_per_block * kTile * LD);  // SCALED: [TPAD]
     const int64_t seq = blockIdx.x;
     pdl_launch_dependents();
-    // The statistic from the norm's input overlaps the qkv GEMM's end: that input was final before it.
-    if constexpr (SCALES == kInputScales) {
-        norm_scales<T>(a, seq, key_scale);
-        if (threadIdx.x >= a.seq_len && threadIdx.x < TPAD) key_scale[threadIdx.x] = 0.f;
-    }
-    pdl_wait();
-
     const int L = a.seq_len;
     const int lane = threadIdx.x & 31;
     const int warp = threadIdx.x >> 5;
@@ -456,30 +449,47 @@ __global__ void VOXCPM_SHORT_ATTENTION_BOUNDS short_attention_mma_kernel(ShortAr
     const int kv_head = blockIdx.y / chunks;
     const int tile0 = (blockIdx.y - kv_head * chunks) * a.tiles_per_block;
     const int block_tiles = min(a.tiles_per_block, tiles - tile0);  // <= the block's warps: one per warp
+    const int g0 = tile0 * kTile;  // the block's first query row in the group
+    const int g_end = min(g0 + block_tiles * kTile, group_rows);
     const int64_t width = static_cast<int64_t>(a.q_heads + 2 * a.kv_heads) * D;
     const T* rows = static_cast<const T*>(a.qkv) + seq * L * width;
+    const T* k_src = rows + static_cast<int64_t>(a.q_heads + kv_head) * D;
+    const T* v_src = rows + static_cast<int64_t>(a.q_heads + a.kv_heads + kv_head) * D;
+    const T* q_src = rows + static_cast<int64_t>(kv_head * group) * D;
     // Rows go through fp32 registers when they are rotated or scaled, else straight to shared memory.
     const bool convert = SCALED || a.cos != nullptr;
 
-    // V by asynchronous copies, in flight while the rotated rows below are staged. Key / value rows past
-    // the sequence are zero (probability 0 times 0).
-    const T* k_src = rows + static_cast<int64_t>(a.q_heads + kv_head) * D;
-    const T* v_src = rows + static_cast<int64_t>(a.q_heads + a.kv_heads + kv_head) * D;
+    // Before the programmatic wait, nothing that reads what the kernel before this one writes: the
+    // zero rows (keys and values past the sequence: probability 0 times 0; query rows of the last
+    // tile past the group, never stored) and the statistic from the norm's input (final before the
+    // qkv GEMM started), with the barrier the staging needs behind it.
+    for (int i = threadIdx.x; i < (TPAD - L) * ROW_VECS; i += blockDim.x) {
+        const int t = L + i / ROW_VECS;
+        const int e = (i % ROW_VECS) * VEC;
+        *reinterpret_cast<uint4*>(ks + t * LD + e) = make_uint4(0u, 0u, 0u, 0u);
+        *reinterpret_cast<uint4*>(vs + t * LD + e) = make_uint4(0u, 0u, 0u, 0u);
+    }
+    for (int i = threadIdx.x; i < (g0 + block_tiles * kTile - g_end) * ROW_VECS; i += blockDim.x) {
+        const int r = i / ROW_VECS;
+        *reinterpret_cast<uint4*>(qs + (g_end - g0 + r) * LD + (i - r * ROW_VECS) * VEC) = make_uint4(0u, 0u, 0u, 0u);
+    }
+    if constexpr (SCALES == kInputScales) {
+        norm_scales<T>(a, seq, key_scale);
+        if (threadIdx.x >= L && threadIdx.x < TPAD) key_scale[threadIdx.x] = 0.f;
+        __syncthreads();  // the staging reads every token's scale
+    }
+    pdl_wait();
+
+    // V by asynchronous copies, in flight while the rotated rows below are staged.
     if constexpr (SCALES == kGivenScales) {  // read after the block's barrier, by the probabilities of V's rows
         if (threadIdx.x < TPAD)
             key_scale[threadIdx.x] = threadIdx.x < L ? __ldg(a.row_scale + seq * L + threadIdx.x) : 0.f;
     }
-    for (int i = threadIdx.x; i < TPAD * ROW_VECS; i += blockDim.x) {
+    for (int i = threadIdx.x; i < L * ROW_VECS; i += blockDim.x) {
         const int t = i / ROW_VECS;
         const int e = (i - t * ROW_VECS) * VEC;
-        if (t < L) {
-            copy_async16(vs + t * LD + e, v_src + t * width + e);
-        } else {
-            *reinterpret_cast<uint4*>(ks + t * LD + e) = make_uint4(0u, 0u, 0u, 0u);
-            *reinterpret_cast<uint4*>(vs + t * LD + e) = make_uint4(0u, 0u, 0u, 0u);
-        }
+        copy_async16(vs + t * LD + e, v_src + t * width + e);
     }
-    if constexpr (SCALES == kInputScales) __syncthreads();  // the staging below reads every token's scale
 
     // The rows a block stages for token t (its key row and that token's row of each query head in
     // the block's tiles) are scaled and rotated by one row scale and one table row. A thread takes
@@ -487,15 +497,7 @@ __global__ void VOXCPM_SHORT_ATTENTION_BOUNDS short_attention_mma_kernel(ShortAr
     // and the table's piece together and stores the rotated rows after one memory round trip, where
     // a thread per row piece would wait for each piece's table loads in turn (registers do not hold
     // them all at once). Query rows are head-major, token-minor within the group, so token t's rows
-    // are L apart from the first at or after the block's first group row g0; rows of the block's
-    // last tile past the group are zero and never stored. V's scale goes into the probabilities.
-    const T* q_src = rows + static_cast<int64_t>(kv_head * group) * D;
-    const int g0 = tile0 * kTile;
-    const int g_end = min(g0 + block_tiles * kTile, group_rows);
-    for (int i = threadIdx.x; i < (g0 + block_tiles * kTile - g_end) * ROW_VECS; i += blockDim.x) {
-        const int r = i / ROW_VECS;
-        *reinterpret_cast<uint4*>(qs + (g_end - g0 + r) * LD + (i - r * ROW_VECS) * VEC) = make_uint4(0u, 0u, 0u, 0u);
-    }
+    // are L apart from the first at or after g0. V's scale goes into the probabilities.
     const int slots = a.stage_slots;
     uint4* const words = reinterpret_cast<uint4*>(shared_raw);  // ks, vs and qs as 16-byte words
     const int items = stage_items(L, PAIR_VECS, by_len(g_end - g0 + L - 1, a).head, slots);
