@@ -385,7 +385,9 @@ __device__ __forceinline__ void wait_async_copies() {
 #endif
 }
 
-// A 16-byte piece of 8 16-bit values as floats (element i at out[i]), and back, rounded once.
+// A 16-byte piece of 8 16-bit values as floats (element i at out[i]), and back, rounded once. From
+// the register words, not load_vec through a pointer to them: that form compiled the staging to
+// other, longer code (sm_80 / sm_90, nvcc 13.0), and pack_piece's word is what the stores index.
 template <typename T>
 __device__ __forceinline__ void unpack_piece(const uint4& w, float (&out)[8]) {
     const uint32_t words[4] = {w.x, w.y, w.z, w.w};
