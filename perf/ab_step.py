@@ -9,7 +9,8 @@ the fourth, which interleaved. Repeats go A B, B A, A B, ... so that drift withi
     python perf/ab_step.py --out DIR --variant rows8=VOXCPM_SKINNY_PLAIN_ROWS=8 \
         --variant rows32=VOXCPM_SKINNY_PLAIN_ROWS=32 --batches 1,4,16 --repeats 2
 
-A variant is NAME=VAR=VALUE[,VAR=VALUE...]; NAME alone keeps the environment as it is.
+A variant is NAME=VAR=VALUE[,VAR=VALUE...], where a value may hold commas (VAR=0,1); NAME alone keeps
+the environment as it is.
 NAME@TREE runs another checkout's profile_step.py (its own code, and its kernels library
 TREE/build/out/lib/libvoxcpm_kernels.so unless VOXCPM_KERNELS_LIB is set in the variant): how a
 branch with no environment switch is timed against this tree, interleaved the same way. Writes
@@ -54,7 +55,7 @@ MODE_SWITCHES = ("VOXCPM_FP8", "VOXCPM_CUSTOM_OPS", "VOXCPM_CUDA_GRAPHS", "VOXCP
 
 
 def parse_variant(text: str) -> Variant:
-    """NAME[@TREE] or NAME[@TREE]=VAR=VALUE[,VAR=VALUE...]."""
+    """NAME[@TREE] or NAME[@TREE]=VAR=VALUE[,VAR=VALUE...]; a VALUE may hold commas (VAR=0,1)."""
     label, _, settings = text.partition("=")
     name, at, tree = label.partition("@")
     if not name or not name.replace("_", "").replace("-", "").isalnum():
@@ -62,7 +63,12 @@ def parse_variant(text: str) -> Variant:
     if at and not (Path(tree) / "perf" / "profile_step.py").is_file():
         raise ValueError(f"variant {text!r}: {tree!r} holds no perf/profile_step.py")
     env = {}
+    var = None
     for setting in filter(None, settings.split(",")):
+        if "=" not in setting and var is not None:
+            # a piece without '=' belongs to the value before it: VAR=0,1 sets VAR to "0,1"
+            env[var] += "," + setting
+            continue
         var, sep, value = setting.partition("=")
         if not sep or not var:
             raise ValueError(f"variant {text!r}: {setting!r} is not VAR=VALUE")

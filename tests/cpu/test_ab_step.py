@@ -19,7 +19,8 @@ def test_parse_variant():
     assert parse_variant("base") == Variant("base", {})
     assert parse_variant("rows32=VOXCPM_SKINNY_PLAIN_ROWS=32,TORCH_BLAS_PREFER_CUBLASLT=0") == Variant(
         "rows32", {"VOXCPM_SKINNY_PLAIN_ROWS": "32", "TORCH_BLAS_PREFER_CUBLASLT": "0"})
-    for bad in ("", "a b=X=1", "lt=TORCH_BLAS_PREFER_CUBLASLT", "x==1", "branch@/nonexistent/tree"):
+    assert parse_variant("old=VOXCPM_GATE_UP_ONLY=0,1,X=2").env == {"VOXCPM_GATE_UP_ONLY": "0,1", "X": "2"}
+    for bad in ("", "a b=X=1", "a=0,X=1", "lt=TORCH_BLAS_PREFER_CUBLASLT", "x==1", "branch@/nonexistent/tree"):
         with pytest.raises(ValueError):
             parse_variant(bad)
 
