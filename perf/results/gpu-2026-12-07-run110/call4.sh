@@ -1,4 +1,5 @@
-# Run 110, call 4 (prepared 2026-12-07, not run: no machine came): a third gate_up schedule,
+# Run 110, call 4 (prepared 2026-12-07; run as run 111 on an H100, whose sweep rejected 64 x 128,
+# and whose A/B could not start: ab_step then refused values with commas): a third gate_up schedule,
 # pingpong 64 x 128 tiles without a cluster. To run it: `git am` gate_up_64x128.patch (this folder)
 # on a wip branch, build its library (VOXCPM_CUDA_ARCHS=90 VOXCPM_REQUIRE_SM90=1
 # VOXCPM_CUTLASS_INCLUDE=... bash build/build_kernels.sh DIR), xz it to build/out/session/lib_wip.so.xz,
