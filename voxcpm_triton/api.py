@@ -13,7 +13,7 @@ from __future__ import annotations
 import itertools
 import queue
 import threading
-from collections.abc import Iterator
+from collections.abc import Iterator, Sequence
 from pathlib import Path
 
 import numpy as np
@@ -29,6 +29,10 @@ from voxcpm_triton.serving.engine_loop import EngineLoop
 
 _DTYPES = {"float32": torch.float32, "bfloat16": torch.bfloat16, "float16": torch.float16}
 _END = object()
+# A device, or several (an int is a CUDA index); None or "cpu": the CPU.
+DeviceSpec = int | str | torch.device | Sequence[int | str | torch.device] | None
+# A sound file's path, or mono samples (with their rate passed beside them).
+AudioInput = str | Path | np.ndarray | None
 
 
 class _QueueSink:
@@ -63,7 +67,7 @@ class _Device:
         self.loop.start()
 
 
-def _resolve_devices(devices) -> list[torch.device]:
+def _resolve_devices(devices: DeviceSpec) -> list[torch.device]:
     if devices is None or devices == "cpu":
         return [torch.device("cpu")]
     if isinstance(devices, (int, str, torch.device)):
@@ -79,7 +83,7 @@ def _resolve_devices(devices) -> list[torch.device]:
     return resolved
 
 
-def _resolve_dtype(dtype, config_dtype: str, device: torch.device) -> torch.dtype:
+def _resolve_dtype(dtype: str | torch.dtype | None, config_dtype: str, device: torch.device) -> torch.dtype:
     if dtype is None:
         # The checkpoint's dtype on GPUs; CPUs run float32 (bf16 matmuls are slow there).
         return _DTYPES[config_dtype] if device.type == "cuda" else torch.float32
@@ -90,7 +94,7 @@ def _resolve_dtype(dtype, config_dtype: str, device: torch.device) -> torch.dtyp
     return dtype
 
 
-def _read_audio(audio, sample_rate: int | None, name: str) -> tuple[np.ndarray | None, int | None]:
+def _read_audio(audio: AudioInput, sample_rate: int | None, name: str) -> tuple[np.ndarray | None, int | None]:
     """A path (read with soundfile, channels averaged) or an array with its rate -> (mono, rate)."""
     if audio is None:
         return None, None
@@ -111,8 +115,9 @@ class VoxCPM:
         self._lock = threading.Lock()
 
     @classmethod
-    def from_pretrained(cls, path: str | Path, devices=None, dtype=None, max_slots: int = 8,
-                        max_context: int | None = None, lora: str | Path | None = None) -> "VoxCPM":
+    def from_pretrained(cls, path: str | Path, devices: DeviceSpec = None, dtype: str | torch.dtype | None = None,
+                        max_slots: int = 8, max_context: int | None = None,
+                        lora: str | Path | None = None) -> "VoxCPM":
         """Load the checkpoint folder onto each device (None / "cpu": the CPU; [0, 1]: cuda:0, cuda:1);
         `lora`: a LoRA adapter folder from VoxCPM's fine-tuning, merged into the weights."""
         engines = []
@@ -134,8 +139,9 @@ class VoxCPM:
     def _pick(self) -> _Device:
         return min(self._devices, key=lambda d: d.loop.live_streams)
 
-    def generate(self, target_text: str, prompt_wav=None, prompt_text: str | None = None,
-                 prompt_sample_rate: int | None = None, reference_wav=None, reference_sample_rate: int | None = None,
+    def generate(self, target_text: str, prompt_wav: AudioInput = None, prompt_text: str | None = None,
+                 prompt_sample_rate: int | None = None, reference_wav: AudioInput = None,
+                 reference_sample_rate: int | None = None,
                  cfg_value: float = 2.0, inference_timesteps: int = 10, seed: int = 0, max_len: int | None = None,
                  min_len: int = 2, normalize: bool = False) -> Iterator[np.ndarray]:
         """Yield float32 PCM chunks at `sample_rate`: the first holds one latent patch, the next 2,

@@ -23,6 +23,8 @@ from voxcpm_triton.model.rope import LongRoPE
 from voxcpm_triton.ops.short_attention import KERNEL_HEAD_DIMS as SHORT_ATTENTION_HEAD_DIMS
 from voxcpm_triton.ops.short_attention import MAX_SEQ_LEN as SHORT_ATTENTION_MAX_LEN
 
+RopeTables = tuple[torch.Tensor, torch.Tensor]  # (cos, sin) for the positions being computed
+
 # Rows (sequences x tokens) from which a stack with folded norm weights (fast_path.enable_folded_norms)
 # runs them: measured from 1408 rows (64 LocDiT streams) up, perf/RESULTS.md run 62.
 FOLDED_NORMS_MIN_ROWS = 1024
@@ -57,15 +59,15 @@ class DecoderLayer(nn.Module):
             return residual + update
         return residual + update * self.residual_scale
 
-    def forward(self, x: torch.Tensor, rope, causal: bool,
-                rows: slice | None = None) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
+    def forward(self, x: torch.Tensor, rope: RopeTables | RopeOp | ShortAttentionOp | None, causal: bool,
+                rows: slice | None = None) -> tuple[torch.Tensor, torch.Tensor | None, torch.Tensor | None]:
         """`rows`: the positions whose output is wanted (non-causal only; see MiniCPMModel.forward)."""
         attn, k, v = self.self_attn(self.input_layernorm(x), rope, causal, rows)
         x = self._add(x if rows is None else x[:, rows], attn)
         x = self._add(x, self.mlp(self.post_attention_layernorm(x)))
         return x, k, v
 
-    def decode(self, x: torch.Tensor, rope, k_cache: torch.Tensor, v_cache: torch.Tensor,
+    def decode(self, x: torch.Tensor, rope: RopeTables | None, k_cache: torch.Tensor, v_cache: torch.Tensor,
                where: DecodeSlots) -> torch.Tensor:
         x = self._add(x, self.self_attn.decode(self.input_layernorm(x), rope, k_cache, v_cache, where))
         return self._add(x, self.mlp(self.post_attention_layernorm(x)))
@@ -76,16 +78,17 @@ class DecoderLayer(nn.Module):
         h = ops.add_rmsnorm(x, attn, self.post_attention_layernorm.weight, eps, self.residual_scale)
         return ops.add_rmsnorm(x, self.mlp(h), next_norm.weight, next_norm.eps, self.residual_scale)
 
-    def fused_forward(self, x: torch.Tensor, h: torch.Tensor, rope, causal: bool, next_norm: RMSNorm,
-                      rows: slice | None = None) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
+    def fused_forward(self, x: torch.Tensor, h: torch.Tensor, rope: RopeTables | RopeOp | ShortAttentionOp | None,
+                      causal: bool, next_norm: RMSNorm, rows: slice | None = None
+                      ) -> tuple[torch.Tensor, torch.Tensor | None, torch.Tensor | None]:
         """forward() on the custom ops: h = input_layernorm(x) from the previous layer; x (the
         residual stream) is updated in place, or a copy of its `rows` when given; returns
         (next_norm(x), k, v)."""
         attn, k, v = self.self_attn(h, rope, causal, rows)
         return self._fused_tail(x if rows is None else x[:, rows].contiguous(), attn, next_norm), k, v
 
-    def fused_decode(self, x: torch.Tensor, h: torch.Tensor, rope, k_cache: torch.Tensor, v_cache: torch.Tensor,
-                     where: DecodeSlots, next_norm: RMSNorm) -> torch.Tensor:
+    def fused_decode(self, x: torch.Tensor, h: torch.Tensor, rope: RopeTables | None, k_cache: torch.Tensor,
+                     v_cache: torch.Tensor, where: DecodeSlots, next_norm: RMSNorm) -> torch.Tensor:
         return self._fused_tail(x, self.self_attn.decode(h, rope, k_cache, v_cache, where), next_norm)
 
     def normed_forward(self, x: torch.Tensor, tables: ShortAttentionOp, rows: slice | None = None) -> torch.Tensor:

@@ -23,7 +23,7 @@ import ctypes
 import functools
 import os
 import threading
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
 from typing import TypeVar
@@ -151,7 +151,7 @@ _tuning = threading.local()
 
 
 @contextlib.contextmanager
-def tuning():
+def tuning() -> Iterator[None]:
     """Let `linear` time the candidates of shapes it has not seen (eager calls only, on the GPU)."""
     previous = getattr(_tuning, "on", False)
     _tuning.on = True
@@ -281,7 +281,7 @@ def run_algo(plan: _Plan, algo: _Algo, x: torch.Tensor, weight: torch.Tensor, bi
     return out
 
 
-def time_call(fn, calls: int = TIMED_CALLS) -> float:
+def time_call(fn: Callable[[], object], calls: int = TIMED_CALLS) -> float:
     """Device ms per fn() over `calls` back-to-back calls on the current stream. The calls are
     queued behind a sleeping kernel, so the time is the GPU's alone: at a few us per GEMM the
     host's launch cost (~15 us through ctypes or torch's dispatcher) would otherwise be timed,

@@ -18,7 +18,7 @@ import logging
 import queue
 import threading
 import time
-from typing import Callable, Protocol
+from typing import Callable, Iterable, Protocol
 
 import numpy as np
 
@@ -132,7 +132,7 @@ class EngineLoop:
         with self._lock:
             return list(self._sinks)
 
-    def cancel(self, request_ids) -> None:
+    def cancel(self, request_ids: Iterable[str]) -> None:
         """End these streams after the next step (finish() on their sinks, slots freed). The
         delivery thread does it, so a sink is never used by two threads."""
         with self._lock:

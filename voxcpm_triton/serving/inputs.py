@@ -5,7 +5,11 @@ config cannot say (element counts of optional scalars, UTF-8, finiteness)."""
 
 from __future__ import annotations
 
+from typing import TypeVar
+
 import numpy as np
+
+Number = TypeVar("Number", int, float)
 
 
 class InputError(ValueError):
@@ -39,7 +43,7 @@ def text(name: str, array: np.ndarray | None, required: bool = True) -> str | No
     raise InputError(f"{name} must be a BYTES (string) tensor, got {type(value).__name__} elements")
 
 
-def scalar(name: str, array: np.ndarray | None, kind: type, default=None):
+def scalar(name: str, array: np.ndarray | None, kind: type[Number], default: Number | None = None) -> Number | None:
     """One number from a tensor holding exactly one element; `default` when the tensor is absent."""
     if array is None:
         return default
@@ -52,7 +56,7 @@ def scalar(name: str, array: np.ndarray | None, kind: type, default=None):
     return value
 
 
-def in_range(name: str, value, low, high):
+def in_range(name: str, value: Number, low: float, high: float) -> Number:
     """`value` if low <= value <= high, else an InputError naming the allowed range."""
     if not low <= value <= high:
         raise InputError(f"{name}={value} is out of range; allowed {low}..{high}")
