@@ -1,6 +1,8 @@
 """Triton adapter for the continuous-batching engine: execute() checks each request and hands it,
 with its response sender, to the EngineLoop thread this model owns (joined in finalize)."""
 
+from __future__ import annotations
+
 import itertools
 import json
 import os
@@ -17,7 +19,7 @@ from voxcpm_triton.serving.engine_loop import EngineLoop
 from voxcpm_triton.serving.first_window_gate import FirstWindowGate
 from voxcpm_triton.serving.orphan_guard import exit_with_server
 from voxcpm_triton.serving.request_tensors import WIRE_DTYPES, from_wire
-from voxcpm_triton.serving.step_meter import COUNTERS, StepMeter
+from voxcpm_triton.serving.step_meter import COUNTERS, StepMeter, StepTotals
 from voxcpm_triton.serving.stream_ids import new_stream_id, request_id_of
 from voxcpm_triton.serving.window_acks import AckBoard, StreamWatch, board_path
 from voxcpm_triton.serving.window_backlog import BacklogGate, WindowCounter, counter_path
@@ -43,7 +45,7 @@ class _ResponseSink:
         except Exception as exc:
             pb_utils.Logger.log_warn(f"ar_decoder: could not send a response: {exc}")
 
-    def send_window(self, window, new_patches):
+    def send_window(self, window: np.ndarray, new_patches: int) -> None:
         tensors = [pb_utils.Tensor("WINDOW", window[None]),
                    pb_utils.Tensor("NEW_PATCHES", np.array([[new_patches]], dtype=np.int32))]
         if self.watch is not None:
@@ -51,11 +53,11 @@ class _ResponseSink:
         self._send(pb_utils.InferenceResponse(tensors))
         self.counter.add(1)
 
-    def finish(self):
+    def finish(self) -> None:
         self._send(flags=FINAL)
         self._ended()
 
-    def fail(self, message):
+    def fail(self, message: str) -> None:
         self._send(pb_utils.InferenceResponse(error=pb_utils.TritonError(message)), flags=FINAL)
         self._ended()
 
@@ -63,7 +65,7 @@ class _ResponseSink:
         if self.watch is not None:
             self.watch.ended()
 
-    def is_cancelled(self):
+    def is_cancelled(self) -> bool:
         if self.sender.is_cancelled():
             return True
         if self.watch is not None and self.watch.abandoned():
@@ -87,7 +89,7 @@ class _StepCounters:
             self.families.append(family)
             self.counters.append((family.Metric(labels=labels), field))
 
-    def publish(self, totals):
+    def publish(self, totals: StepTotals) -> None:
         for counter, field in self.counters:
             value = getattr(totals, field)
             if value:
@@ -95,7 +97,7 @@ class _StepCounters:
 
 
 class TritonPythonModel:
-    def initialize(self, args):
+    def initialize(self, args: dict[str, str]) -> None:
         exit_with_server(os.getppid())  # the stub's parent is tritonserver
         model_config = json.loads(args["model_config"])
         if not pb_utils.using_decoupled_model_transaction_policy(model_config):
@@ -166,7 +168,7 @@ class TritonPythonModel:
             self.window_counter.set_live(0)
         pb_utils.Logger.log_verbose(f"ar_decoder: live slots {count}")
 
-    def execute(self, requests):
+    def execute(self, requests: list[pb_utils.InferenceRequest]) -> None:
         for request in requests:
             cancel_id = pb_utils.get_input_tensor_by_name(request, "CANCEL_ID")
             if cancel_id is not None:
@@ -212,7 +214,7 @@ class TritonPythonModel:
         taken = self.board.take([client_id for client_id in by_client if client_id])
         return [stream_id for client_id in taken for stream_id in by_client[client_id]]
 
-    def finalize(self):
+    def finalize(self) -> None:
         self.loop.stop()
         self.window_counter.close()
         self.acks.close()

@@ -1,5 +1,6 @@
 """Triton adapter for voxcpm_triton.serving.text_encoding: decode tensors, call, encode tensors."""
 
+from __future__ import annotations
 
 import os
 import traceback
@@ -14,7 +15,7 @@ from voxcpm_triton.voice_cache import VoiceCache, latent_space_key, voices_folde
 
 
 class TritonPythonModel:
-    def initialize(self, args):
+    def initialize(self, args: dict[str, str]) -> None:
         exit_with_server(os.getppid())  # the stub's parent is tritonserver
         parameters, folder, device, loaded = model_settings.load_audio_side(args)
         vae = loaded.audio_vae
@@ -29,10 +30,10 @@ class TritonPythonModel:
         self.encoding = TextEncoding(Frontend(loaded), voices, seconds_per_patch)
         pb_utils.Logger.log_info(f"text_encoder: checkpoint {folder} on {device}, voices in {voice_folder}")
 
-    def execute(self, requests):
+    def execute(self, requests: list[pb_utils.InferenceRequest]) -> list[pb_utils.InferenceResponse]:
         return [self._respond(request) for request in requests]
 
-    def finalize(self):
+    def finalize(self) -> None:
         self.encoding.voices.close()
 
     def _respond(self, request):

@@ -1,6 +1,8 @@
 """Triton adapter for voxcpm_triton.audio.vocoder.WindowedVocoder: one decode call per dynamic batch.
 Each request is a WINDOW whose last NEW_PATCHES patches (1 if absent) are returned as audio."""
 
+from __future__ import annotations
+
 import os
 
 import numpy as np
@@ -15,7 +17,7 @@ from voxcpm_triton.serving.window_backlog import WindowCounter, counter_path
 
 
 class TritonPythonModel:
-    def initialize(self, args):
+    def initialize(self, args: dict[str, str]) -> None:
         exit_with_server(os.getppid())  # the stub's parent is tritonserver
         parameters, folder, device, loaded = model_settings.load_audio_side(args)
         # CUDA graphs cover the windows of up to this many new patches (ar_decoder's chunk_patches).
@@ -31,7 +33,7 @@ class TritonPythonModel:
             f"vocoder: checkpoint {folder} on {device}, window {self.vocoder.window_patches} patches"
         )
 
-    def execute(self, requests):
+    def execute(self, requests: list[pb_utils.InferenceRequest]) -> list[pb_utils.InferenceResponse]:
         try:
             return self._decode(requests)
         finally:
@@ -53,7 +55,7 @@ class TritonPythonModel:
             return [self._decode_one(window, new) for window, new in zip(windows, news)]
         return [self._response(chunk) for chunk in chunks]
 
-    def finalize(self):
+    def finalize(self) -> None:
         self.window_counter.close()
         self.acks.close()
 
