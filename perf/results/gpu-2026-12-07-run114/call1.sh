@@ -1,8 +1,8 @@
 # Run 114, call 1: qkv_attention (branch wip/qkv-attention) on whatever card comes. Its GPU tests
-# Needs the branch: git am perf/results/gpu-2026-12-07-run114/qkv_attention.patch on cab01c1 (wip/qkv-attention, deleted).
 # (the op against its reference and the two kernels it replaces, a LocDiT / LocEnc stack with and
 # without it), then the step A/B at 1 and 4 streams: fused (the branch as it is) against separate
 # (VOXCPM_QKV_ATTENTION=0: normed_linear then short_attention, main's path), same library.
+# Needs the branch: git am perf/results/gpu-2026-12-07-run114/qkv_attention.patch on cab01c1 (wip/qkv-attention, deleted).
 # carry: ["build/out/session/lib.so.xz", "build/out/session/lib_qkv.so.xz", "build/out/session/commit"]
 set -u; LIMIT=${LIMIT:-540}
 source perf/device_call_env.sh

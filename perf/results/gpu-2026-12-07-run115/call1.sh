@@ -1,8 +1,8 @@
 # Run 115, call 1: skinny_gemm with its later rounds' weights prefetched into L1 before the
-# Needs the branch: git am perf/results/gpu-2026-12-07-run115/skinny_prefetch.patch on 170fcd2 (wip/skinny-prefetch, deleted).
 # programmatic wait and the next round's activations requested with this round's (pf, branch
 # wip/skinny-prefetch) against main's library (main), on whatever card comes: skinny_gemm's GPU
 # tests on pf, then the step A/B at 1, 4 and 16 streams, interleaved.
+# Needs the branch: git am perf/results/gpu-2026-12-07-run115/skinny_prefetch.patch on 170fcd2 (wip/skinny-prefetch, deleted).
 # carry: ["build/out/session/lib.so.xz", "build/out/session/lib_pf.so.xz", "build/out/session/commit"]
 set -u; LIMIT=${LIMIT:-540}
 source perf/device_call_env.sh
