@@ -44,6 +44,9 @@ class DecodeSlots:
         return self._live
 
 
+RopeTables = tuple[torch.Tensor, torch.Tensor]  # (cos, sin) for the positions being computed
+
+
 @dataclass
 class RopeOp:
     """Rotary embedding of whole sequences through the rope_kv_write op (custom-ops path): q and
@@ -101,7 +104,7 @@ class Attention(nn.Module):
         kv_width = self.num_kv_heads * self.head_dim
         return qkv.split((self.num_heads * self.head_dim, kv_width, kv_width), dim=-1)
 
-    def _project(self, x: torch.Tensor, rope: tuple[torch.Tensor, torch.Tensor] | None):
+    def _project(self, x: torch.Tensor, rope: RopeTables | None):
         """x [..., T, hidden] -> q [..., Hq, T, d], k/v [..., Hkv, T, d] with RoPE applied."""
         *lead, length, _ = x.shape
         q, k, v = self._qkv(x)
@@ -134,7 +137,7 @@ class Attention(nn.Module):
         return ops.short_attention(qkv, length, self.num_heads, self.num_kv_heads, tables.cos, tables.sin)
 
     def forward(
-        self, x: torch.Tensor, rope: tuple[torch.Tensor, torch.Tensor] | RopeOp | ShortAttentionOp | None, causal: bool,
+        self, x: torch.Tensor, rope: RopeTables | RopeOp | ShortAttentionOp | None, causal: bool,
         rows: slice | None = None,
     ) -> tuple[torch.Tensor, torch.Tensor | None, torch.Tensor | None]:
         """x [B, T, hidden] -> (out [B, T', hidden], k, v [B, Hkv, T, d]); k and v are None when
@@ -159,7 +162,7 @@ class Attention(nn.Module):
     def decode(
         self,
         x: torch.Tensor,
-        rope: tuple[torch.Tensor, torch.Tensor] | None,
+        rope: RopeTables | None,
         k_cache: torch.Tensor,
         v_cache: torch.Tensor,
         where: DecodeSlots,
@@ -177,14 +180,14 @@ class Attention(nn.Module):
         out = F.scaled_dot_product_attention(q, keys, values, attn_mask=where.live, enable_gqa=True)
         return self._out(out.reshape(batch, self.num_heads * self.head_dim))
 
-    def _decode_kernels(self, x: torch.Tensor, rope_tables: tuple[torch.Tensor, torch.Tensor] | None,
+    def _decode_kernels(self, x: torch.Tensor, rope_tables: RopeTables | None,
                         k_cache: torch.Tensor, v_cache: torch.Tensor,
                         index: tuple[torch.Tensor, torch.Tensor, torch.Tensor]) -> torch.Tensor:
         """Graph-friendly decode: rope_tables are the float32 [positions, d] tables (or None)."""
         return self._out(self._cached_attention(self._qkv(x), rope_tables, k_cache, v_cache, index))
 
     def _cached_attention(self, qkv: tuple[torch.Tensor, torch.Tensor, torch.Tensor],
-                          rope_tables: tuple[torch.Tensor, torch.Tensor] | None, k_cache: torch.Tensor,
+                          rope_tables: RopeTables | None, k_cache: torch.Tensor,
                           v_cache: torch.Tensor, index: tuple[torch.Tensor, torch.Tensor, torch.Tensor],
                           norm_input: torch.Tensor | None = None, norm_eps: float = 1e-6) -> torch.Tensor:
         """One token per stream through rope_kv_write + decode_attention -> [B, Hq * d], as one kernel
@@ -244,7 +247,7 @@ class Attention(nn.Module):
         return ops.linear_residual_(out if rows is None else out[:, rows].contiguous(), self.o_proj.weight, residual,
                                     scale)
 
-    def normed_decode(self, x: torch.Tensor, norm: RMSNorm, rope_tables: tuple[torch.Tensor, torch.Tensor] | None,
+    def normed_decode(self, x: torch.Tensor, norm: RMSNorm, rope_tables: RopeTables | None,
                       k_cache: torch.Tensor, v_cache: torch.Tensor,
                       index: tuple[torch.Tensor, torch.Tensor, torch.Tensor], scale: float) -> torch.Tensor:
         """x += scale * decode attention of norm(x) in place (x [B, hidden], the residual stream),
@@ -253,7 +256,7 @@ class Attention(nn.Module):
         out = self._cached_attention(qkv, rope_tables, k_cache, v_cache, index)
         return ops.linear_residual_(out, self.o_proj.weight, x, scale)
 
-    def folded_decode(self, x: torch.Tensor, norm_eps: float, rope_tables: tuple[torch.Tensor, torch.Tensor] | None,
+    def folded_decode(self, x: torch.Tensor, norm_eps: float, rope_tables: RopeTables | None,
                       k_cache: torch.Tensor, v_cache: torch.Tensor,
                       index: tuple[torch.Tensor, torch.Tensor, torch.Tensor], scale: float) -> torch.Tensor:
         """normed_decode for more rows than the few-row GEMM kernel takes, with the norm's weight

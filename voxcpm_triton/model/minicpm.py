@@ -16,14 +16,12 @@ import torch.nn as nn
 
 from voxcpm_triton import ops
 from voxcpm_triton.config import LMConfig
-from voxcpm_triton.model.attention import Attention, DecodeSlots, RopeOp, ShortAttentionOp
+from voxcpm_triton.model.attention import Attention, DecodeSlots, RopeOp, RopeTables, ShortAttentionOp
 from voxcpm_triton.model.mlp import MLP
 from voxcpm_triton.model.rms_norm import RMSNorm
 from voxcpm_triton.model.rope import LongRoPE
 from voxcpm_triton.ops.short_attention import KERNEL_HEAD_DIMS as SHORT_ATTENTION_HEAD_DIMS
 from voxcpm_triton.ops.short_attention import MAX_SEQ_LEN as SHORT_ATTENTION_MAX_LEN
-
-RopeTables = tuple[torch.Tensor, torch.Tensor]  # (cos, sin) for the positions being computed
 
 # Rows (sequences x tokens) from which a stack with folded norm weights (fast_path.enable_folded_norms)
 # runs them: measured from 1408 rows (64 LocDiT streams) up, perf/RESULTS.md run 62.
@@ -121,7 +119,7 @@ class DecoderLayer(nn.Module):
         self.mlp.add_folded_plain_(flat, self.post_attention_layernorm, self.residual_scale)
         return residual
 
-    def folded_decode(self, x: torch.Tensor, rope_tables: tuple[torch.Tensor, torch.Tensor] | None,
+    def folded_decode(self, x: torch.Tensor, rope_tables: RopeTables | None,
                       k_cache: torch.Tensor, v_cache: torch.Tensor,
                       index: tuple[torch.Tensor, torch.Tensor, torch.Tensor]) -> torch.Tensor:
         """normed_decode for more rows, with both norm weights folded into the qkv and gate_up
@@ -131,7 +129,7 @@ class DecoderLayer(nn.Module):
                                      self.residual_scale)
         return self.mlp.add_folded_plain_(x, self.post_attention_layernorm, self.residual_scale)
 
-    def normed_decode(self, x: torch.Tensor, rope_tables: tuple[torch.Tensor, torch.Tensor] | None,
+    def normed_decode(self, x: torch.Tensor, rope_tables: RopeTables | None,
                       k_cache: torch.Tensor, v_cache: torch.Tensor,
                       index: tuple[torch.Tensor, torch.Tensor, torch.Tensor]) -> torch.Tensor:
         """decode() in the manner of normed_forward: x [B, hidden] updated in place and returned."""
@@ -153,7 +151,7 @@ class MiniCPMModel(nn.Module):
         self.rope = None if config.no_rope else LongRoPE(config, max_positions)
         # Set by fast_path.enable_custom_ops: norms and residual adds run as rmsnorm/add_rmsnorm ops.
         self.fused_norms = False
-        self._rope_tables: tuple[torch.Tensor, torch.Tensor] | None = None
+        self._rope_tables: RopeTables | None = None
 
     def _next_norms(self) -> list[RMSNorm]:
         """The norm applied after each layer's final residual add when adds and norms are fused."""
@@ -260,7 +258,7 @@ class MiniCPMModel(nn.Module):
         shape = (1, attention.num_kv_heads, 1, attention.head_dim)
         return RopeOp(positions, torch.full_like(positions, -1), cos, sin, like.new_zeros(shape), like.new_zeros(shape))
 
-    def rope_tables(self) -> tuple[torch.Tensor, torch.Tensor] | None:
+    def rope_tables(self) -> RopeTables | None:
         """Float32 contiguous LongRoPE tables for rope_kv_write (cached: built before graph capture)."""
         if self.rope is None:
             return None
