@@ -8,8 +8,9 @@
 # it where its variant looks (unpack_lib).
 # Sets: P (the image's Python with CUDA torch), T0 (the start, in seconds); exports PYTHONPATH,
 # VOXCPM_KERNELS_LIB, VOXCPM_GIT_COMMIT, PYTHONUNBUFFERED; defines unpack_lib XZ SO, unpack_variants
-# NAME... (a kernel A/B's libraries, paths in LIB[NAME]), at NAME RC (prints what ended and when) and
-# left LIMIT (seconds left of LIMIT since T0). Prints the GPU's name.
+# NAME... (a kernel A/B's libraries, paths in LIB[NAME]), at NAME RC (prints what ended and when),
+# left LIMIT (seconds left of LIMIT since T0) and ab_libraries NAME... (the step A/B of unpacked
+# libraries). Prints the GPU's name.
 P=/opt/torch/.venv/bin/python3
 unpack_lib() {
   mkdir -p "$(dirname "$2")"
@@ -32,3 +33,17 @@ nvidia-smi --query-gpu=name,driver_version --format=csv,noheader
 T0=$(date +%s)
 at() { echo "$1 rc=$2 at $(( $(date +%s) - T0 )) s"; }
 left() { echo $(( $1 - ($(date +%s) - T0) )); }
+# perf/ab_step.py over the libraries NAME... (unpack_variants first), interleaved, at AB_BATCHES
+# (1,4) streams, AB_REPEATS (3) runs each, within what is left of LIMIT; prints the table and each
+# run's profile_step lines into $OUT/per_run.txt, then drops the runs' folders.
+ab_libraries() {
+  local v variants=() l
+  for v in "$@"; do variants+=(--variant "$v=VOXCPM_KERNELS_LIB=${LIB[$v]}"); done
+  l=$(left $LIMIT); timeout $l $P perf/ab_step.py --out $OUT/ab "${variants[@]}" --batches ${AB_BATCHES:-1,4} \
+    --repeats ${AB_REPEATS:-3} > $OUT/ab.log 2>&1; at ab $?
+  cat $OUT/ab/ab_step.md 2>/dev/null || tail -20 $OUT/ab.log
+  for f in $OUT/ab/*_*/profile_step.md; do echo $f; cat $f; done > $OUT/per_run.txt 2>/dev/null
+  grep -h "graph_ops\|first patch" $OUT/per_run.txt
+  for v in "$@"; do rm -rf $OUT/ab/${v}_*; done
+  rm -rf $OUT/ab/throwaway
+}

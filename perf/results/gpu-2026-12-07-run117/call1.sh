@@ -16,10 +16,4 @@ for v in main xs main xs; do
     | grep "rows=1[67]\|rows=22" | sed "s/^/$v /" | tee -a $OUT/probe.txt
 done
 export VOXCPM_LT_CACHE=/tmp/r117_lt.json
-l=$(left $LIMIT); timeout $l $P perf/ab_step.py --out $OUT/ab --variant main=VOXCPM_KERNELS_LIB=${LIB[main]} \
-  --variant xs=VOXCPM_KERNELS_LIB=${LIB[xs]} --batches ${AB_BATCHES:-1,4} --repeats ${AB_REPEATS:-3} \
-  > $OUT/ab.log 2>&1; at ab $?
-cat $OUT/ab/ab_step.md 2>/dev/null || tail -20 $OUT/ab.log
-for f in $OUT/ab/*_*/profile_step.md; do echo $f; cat $f; done > $OUT/per_run.txt 2>/dev/null
-grep -h "graph_ops\|first patch" $OUT/per_run.txt
-rm -rf $OUT/ab/main_* $OUT/ab/xs_* $OUT/ab/throwaway
+ab_libraries main xs
