@@ -70,6 +70,11 @@ class ShortAttentionOp:
     sin: torch.Tensor | None
 
 
+# How a whole sequence's attention gets its RoPE: the tables (PyTorch path), one of the two ops, or
+# none (no RoPE). Attention.forward dispatches on it.
+SequenceRope = RopeTables | RopeOp | ShortAttentionOp | None
+
+
 class Attention(nn.Module):
     def __init__(self, config: LMConfig):
         super().__init__()
@@ -137,7 +142,7 @@ class Attention(nn.Module):
         return ops.short_attention(qkv, length, self.num_heads, self.num_kv_heads, tables.cos, tables.sin)
 
     def forward(
-        self, x: torch.Tensor, rope: RopeTables | RopeOp | ShortAttentionOp | None, causal: bool,
+        self, x: torch.Tensor, rope: SequenceRope, causal: bool,
         rows: slice | None = None,
     ) -> tuple[torch.Tensor, torch.Tensor | None, torch.Tensor | None]:
         """x [B, T, hidden] -> (out [B, T', hidden], k, v [B, Hkv, T, d]); k and v are None when

@@ -16,7 +16,7 @@ import torch.nn as nn
 
 from voxcpm_triton import ops
 from voxcpm_triton.config import LMConfig
-from voxcpm_triton.model.attention import Attention, DecodeSlots, RopeOp, RopeTables, ShortAttentionOp
+from voxcpm_triton.model.attention import Attention, DecodeSlots, RopeOp, RopeTables, SequenceRope, ShortAttentionOp
 from voxcpm_triton.model.mlp import MLP
 from voxcpm_triton.model.rms_norm import RMSNorm
 from voxcpm_triton.model.rope import LongRoPE
@@ -57,7 +57,7 @@ class DecoderLayer(nn.Module):
             return residual + update
         return residual + update * self.residual_scale
 
-    def forward(self, x: torch.Tensor, rope: RopeTables | RopeOp | ShortAttentionOp | None, causal: bool,
+    def forward(self, x: torch.Tensor, rope: SequenceRope, causal: bool,
                 rows: slice | None = None) -> tuple[torch.Tensor, torch.Tensor | None, torch.Tensor | None]:
         """`rows`: the positions whose output is wanted (non-causal only; see MiniCPMModel.forward)."""
         attn, k, v = self.self_attn(self.input_layernorm(x), rope, causal, rows)
@@ -76,7 +76,7 @@ class DecoderLayer(nn.Module):
         h = ops.add_rmsnorm(x, attn, self.post_attention_layernorm.weight, eps, self.residual_scale)
         return ops.add_rmsnorm(x, self.mlp(h), next_norm.weight, next_norm.eps, self.residual_scale)
 
-    def fused_forward(self, x: torch.Tensor, h: torch.Tensor, rope: RopeTables | RopeOp | ShortAttentionOp | None,
+    def fused_forward(self, x: torch.Tensor, h: torch.Tensor, rope: SequenceRope,
                       causal: bool, next_norm: RMSNorm, rows: slice | None = None
                       ) -> tuple[torch.Tensor, torch.Tensor | None, torch.Tensor | None]:
         """forward() on the custom ops: h = input_layernorm(x) from the previous layer; x (the
