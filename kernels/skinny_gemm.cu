@@ -141,7 +141,7 @@ __global__ void __launch_bounds__(kThreads, 2) skinny_gemm_kernel(
     // past m read row 0 instead of zeros: they feed only tokens that are never stored. Both keep
     // the stretch between the wait and the activation loads short (the compiler computes the
     // addresses there): 64-bit offsets, predicates and zero fills made it 69-174 instructions
-    // a warp, against 44-76 (cuobjdump, sm_90).
+    // a warp, against 43-76 (cuobjdump, sm_90).
     int xoffsets[MT];
 #pragma unroll
     for (int nt = 0; nt < MT; ++nt) xoffsets[nt] = (nt * 8 + g < m ? nt * 8 + g : 0) * k + t * 8;

@@ -1,6 +1,6 @@
 # Run 120, call 1: skinny_gemm with int activation offsets and unconditional loads of the rows past
 # m (lean: skinny_lean.patch on main 6a7fbf7, branch wip/skinny-lean), against main. From the
-# wait to the last activation load a warp runs 44-76 instructions instead of 69-174 (cuobjdump).
+# wait to the last activation load a warp runs 43-76 instructions instead of 69-174 (cuobjdump).
 # On an H200, run 110's call2.sh comes first, shortened (issue 5's first H200 figures since run 94).
 # Then, on any card: the GPU tests that cover skinny_gemm, on lean; run 116's probe for main and
 # lean, alternating twice; the step A/B at AB_BATCHES (1,4,16) streams. Everything also goes into
