@@ -53,7 +53,8 @@ def main(argv: list[str] | None = None) -> int:
     if not found:
         print("no bf16 skinny_gemm instantiation in the SASS", file=sys.stderr)
         return 1
-    print("| row tiles | chunks in flight | epilogue | before the wait | wait -> activation loads | wait -> first HMMA | instructions |")
+    print("| row tiles | chunks in flight | epilogue | before the wait | wait -> activation loads "
+          "| wait -> first HMMA | instructions |")
     print("|---|---|---|---|---|---|---|")
     for (tiles, chunks, epilogue), instructions in sorted(found.items()):
         s = stretch(instructions, tiles * chunks)

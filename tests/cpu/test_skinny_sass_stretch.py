@@ -9,7 +9,8 @@ NAME = "_ZN6voxcpm12_GLOBAL__N_118skinny_gemm_kernelI13__nv_bfloat16Li{}ELi{}ELi
 
 
 def listing(name: str, body: list[str]) -> str:
-    lines = [f"        /*{16 * i:04x}*/                   {text} ;    /* 0x000fe2000001ff00 */" for i, text in enumerate(body)]
+    lines = [f"        /*{16 * i:04x}*/                   {text} ;    /* 0x000fe2000001ff00 */"
+             for i, text in enumerate(body)]
     return f"\n\t\tFunction : {name}\n\t.headerflags @\"EF_CUDA_SM90\"\n" + "\n".join(lines) + "\n"
 
 
