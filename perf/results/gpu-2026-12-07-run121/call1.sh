@@ -2,15 +2,16 @@
 # 8-row tiles (gram: skinny_gram.patch on main 593003d, branch wip/skinny-gram), against main
 # (run 120's lean included). Any card, ~4 minutes: the GPU tests of skinny_gemm and the normed
 # layers on gram; run 116's probe for main and gram, alternating twice; the step A/B at
-# AB_BATCHES (1) streams, AB_REPEATS (2) runs each. All files also go into all.tar.xz.
+# AB_BATCHES (1) streams, AB_REPEATS (2) runs each. TESTS and PROBES shorten it. All files also go
+# into all.tar.xz.
 # carry: ["build/out/session/lib.so.xz", "build/out/session/lib_gram.so.xz", "build/out/session/commit"]
 set -u; LIMIT=${LIMIT:-240}
 source perf/device_call_env.sh
 unpack_variants main gram
 l=$(left $LIMIT); VOXCPM_KERNELS_LIB=${LIB[gram]} timeout $(( l > 90 ? 90 : l )) $P -m pytest -q -p no:cacheprovider \
-  -m gpu tests/gpu/test_skinny_gemm_gpu.py tests/gpu/test_normed_layers_gpu.py > $OUT/tests.log 2>&1; at tests $?
+  -m gpu ${TESTS:-tests/gpu/test_skinny_gemm_gpu.py tests/gpu/test_normed_layers_gpu.py} > $OUT/tests.log 2>&1; at tests $?
 tail -3 $OUT/tests.log
-for v in main gram main gram; do
+for v in ${PROBES:-main gram main gram}; do
   VOXCPM_KERNELS_LIB=${LIB[$v]} timeout 30 $P perf/results/gpu-2026-12-07-run116/rows_probe.py 2>&1 \
     | sed "s/^/$v /" | tee -a $OUT/probe.txt
 done
