@@ -1,22 +1,31 @@
-# Run 121, call 1: skinny_gemm's fused-norm sums of squares on the tensor core at one and three
-# 8-row tiles (gram: skinny_gram.patch on main 593003d, branch wip/skinny-gram), against main
-# (run 120's lean included). Any card, ~4 minutes: the GPU tests of skinny_gemm and the normed
-# layers on gram; run 116's probe for main and gram, alternating twice; the step A/B at
-# AB_BATCHES (1) streams, AB_REPEATS (2) runs each. TESTS and PROBES shorten it. All files also go
-# into all.tar.xz.
-# carry: ["build/out/session/lib.so.xz", "build/out/session/lib_gram.so.xz", "build/out/session/commit"]
-set -u; LIMIT=${LIMIT:-240}
+# Run 121, call 1 (prepared, not run): two more cuts of skinny_gemm's instructions after the wait,
+# each against main (run 120's lean included), each a patch on main 593003d (branches deleted):
+#  - gram (skinny_gram.patch): the fused norm's sums of squares on the tensor core, four m16n8k8 a
+#    chunk (the diagonal of each tile's Gram matrix) in place of 16 unpacks and 8 FFMA, at one and
+#    three 8-row tiles;
+#  - unroll (skinny_unroll.patch): the block's reduction over its 8 warps at its compile-time count
+#    (MT values a thread), so that its 8 x MT shared-memory loads issue together.
+# Any card, ~6 minutes: skinny_gemm's GPU tests on each variant (TESTS adds files); run 116's probe
+# for main and each, twice (PROBE_ROUNDS); the step A/B at AB_BATCHES (1,4) streams, AB_REPEATS (3)
+# runs each. VARIANTS (gram unroll) picks fewer. All files also go into all.tar.xz.
+# carry: ["build/out/session/lib.so.xz", "build/out/session/lib_gram.so.xz",
+#         "build/out/session/lib_unroll.so.xz", "build/out/session/commit"]
+set -u; LIMIT=${LIMIT:-420}; VARIANTS=${VARIANTS:-gram unroll}
 source perf/device_call_env.sh
-unpack_variants main gram
-l=$(left $LIMIT); VOXCPM_KERNELS_LIB=${LIB[gram]} timeout $(( l > 90 ? 90 : l )) $P -m pytest -q -p no:cacheprovider \
-  -m gpu ${TESTS:-tests/gpu/test_skinny_gemm_gpu.py tests/gpu/test_normed_layers_gpu.py} > $OUT/tests.log 2>&1; at tests $?
-tail -3 $OUT/tests.log
-for v in ${PROBES:-main gram main gram}; do
-  VOXCPM_KERNELS_LIB=${LIB[$v]} timeout 30 $P perf/results/gpu-2026-12-07-run116/rows_probe.py 2>&1 \
-    | sed "s/^/$v /" | tee -a $OUT/probe.txt
+unpack_variants main $VARIANTS
+for v in $VARIANTS; do
+  l=$(left $LIMIT); VOXCPM_KERNELS_LIB=${LIB[$v]} timeout $(( l > 90 ? 90 : l )) $P -m pytest -q -p no:cacheprovider \
+    -m gpu tests/gpu/test_skinny_gemm_gpu.py ${TESTS:-} > $OUT/tests_$v.log 2>&1; at tests_$v $?
+  tail -2 $OUT/tests_$v.log
+done
+for round in $(seq ${PROBE_ROUNDS:-2}); do
+  for v in main $VARIANTS; do
+    VOXCPM_KERNELS_LIB=${LIB[$v]} timeout 30 $P perf/results/gpu-2026-12-07-run116/rows_probe.py 2>&1 \
+      | sed "s/^/$v /" | tee -a $OUT/probe.txt
+  done
 done
 export VOXCPM_LT_CACHE=/tmp/r121_lt.json
-AB_BATCHES=${AB_BATCHES:-1} AB_REPEATS=${AB_REPEATS:-2} ab_libraries main gram
+AB_BATCHES=${AB_BATCHES:-1,4} AB_REPEATS=${AB_REPEATS:-3} ab_libraries main $VARIANTS
 cd $OUT && tar cJf /tmp/all.tar.xz . && mv /tmp/all.tar.xz . && cp ab/ab_step.md . 2>/dev/null
-find . -mindepth 1 ! -name all.tar.xz ! -name probe.txt ! -name tests.log ! -name ab_step.md ! -name per_run.txt \
-  ! -name ab.log -delete 2>/dev/null; ls
+find . -mindepth 1 ! -name all.tar.xz ! -name probe.txt ! -name 'tests_*.log' ! -name ab_step.md \
+  ! -name per_run.txt ! -name ab.log -delete 2>/dev/null; ls
