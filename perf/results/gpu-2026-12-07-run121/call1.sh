@@ -1,5 +1,5 @@
 # Run 121, call 1 (prepared, not run): two more cuts of skinny_gemm's instructions after the wait,
-# each against main (run 120's lean included), each a patch on main 593003d (branches deleted):
+# each against main (run 120's lean included), each a patch that applies to main from 593003d on:
 #  - gram (skinny_gram.patch): the fused norm's sums of squares on the tensor core, four m16n8k8 a
 #    chunk (the diagonal of each tile's Gram matrix) in place of 16 unpacks and 8 FFMA, at one and
 #    three 8-row tiles;
