@@ -3,14 +3,15 @@
 #  - gram (skinny_gram.patch): the fused norm's sums of squares on the tensor core, four m16n8k8 a
 #    chunk (the diagonal of each tile's Gram matrix) in place of 16 unpacks and 8 FFMA, at one and
 #    three 8-row tiles;
-#  - unroll (skinny_unroll.patch): the block's reduction over its 8 warps at its compile-time count
-#    (MT values a thread), so that its 8 x MT shared-memory loads issue together.
-# Any card, ~6 minutes: skinny_gemm's GPU tests on each variant (TESTS adds files); run 116's probe
+#  - epi (skinny_epilogue.patch, two commits): each output's slot (token, column) worked out before
+#    the wait instead of twice after the loop, and the block's reduction over its 8 warps at its
+#    compile-time count (MT values a thread), its 8 x MT shared-memory loads issued together.
+# Any card, ~7 minutes: skinny_gemm's GPU tests on each variant (TESTS adds files); run 116's probe
 # for main and each, twice (PROBE_ROUNDS); the step A/B at AB_BATCHES (1,4) streams, AB_REPEATS (3)
-# runs each. VARIANTS (gram unroll) picks fewer. All files also go into all.tar.xz.
+# runs each. VARIANTS (gram epi) picks fewer. All files also go into all.tar.xz.
 # carry: ["build/out/session/lib.so.xz", "build/out/session/lib_gram.so.xz",
-#         "build/out/session/lib_unroll.so.xz", "build/out/session/commit"]
-set -u; LIMIT=${LIMIT:-420}; VARIANTS=${VARIANTS:-gram unroll}
+#         "build/out/session/lib_epi.so.xz", "build/out/session/commit"]
+set -u; LIMIT=${LIMIT:-420}; VARIANTS=${VARIANTS:-gram epi}
 source perf/device_call_env.sh
 unpack_variants main $VARIANTS
 for v in $VARIANTS; do
