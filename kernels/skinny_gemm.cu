@@ -137,7 +137,7 @@ __global__ void __launch_bounds__(kThreads, 2) skinny_gemm_kernel(
     const T* rows[4] = {w + static_cast<size_t>(base + g) * k + t * 8, w + static_cast<size_t>(base + g + 8) * k + t * 8,
                         w + static_cast<size_t>(base + second + g) * k + t * 8,
                         w + static_cast<size_t>(base + second + g + 8) * k + t * 8};
-    // Element offsets of this thread's activation pieces, as int (rows x k is far below 2^31). Rows
+    // Element offsets of this thread's activation pieces, as int (32 rows of k <= 2^24). Rows
     // past m read row 0 instead of zeros: they feed only tokens that are never stored. Both keep
     // the stretch between the wait and the activation loads short (the compiler computes the
     // addresses there): 64-bit offsets, predicates and zero fills made it 69-174 instructions
