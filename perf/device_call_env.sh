@@ -5,7 +5,7 @@
 # second variable stops a build without the Hopper gate_up kernel, e.g. from a second worktree
 # without build/out/cutlass, as run 97's first call had) and commit (git rev-parse
 # HEAD of the tree sent). A call that measures a kernel change carries that library too and unpacks
-# it where its variant looks (unpack_lib).
+# it where its variant looks (unpack_lib). build/session_libs.sh builds them all, variants included.
 # Sets: P (the image's Python with CUDA torch), T0 (the start, in seconds); exports PYTHONPATH,
 # VOXCPM_KERNELS_LIB, VOXCPM_GIT_COMMIT, PYTHONUNBUFFERED; defines unpack_lib XZ SO, unpack_variants
 # NAME... (a kernel A/B's libraries, paths in LIB[NAME]), at NAME RC (prints what ended and when),
