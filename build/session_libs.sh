@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # Builds the kernel libraries a device call's A/B carries into build/out/session (perf/device_call_env.sh
-# unpacks them there): lib.so.xz from this tree's HEAD, and one lib_NAME.so.xz per variant, each from
+# unpacks them there): lib.so.xz from this working tree, and one lib_NAME.so.xz per variant, each from
 # a temporary worktree of HEAD with the variant's patches applied (git am) or at a past commit. Also
 # writes build/out/session/commit. For sm_90 only, with the Hopper-only ops required, as a timing
 # library must be.
