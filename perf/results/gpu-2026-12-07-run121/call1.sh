@@ -3,9 +3,10 @@
 #  - gram (skinny_gram.patch): the fused norm's sums of squares on the tensor core, four m16n8k8 a
 #    chunk (the diagonal of each tile's Gram matrix) in place of 16 unpacks and 8 FFMA, at one and
 #    three 8-row tiles;
-#  - epi (skinny_epilogue.patch, two commits): each output's slot (token, column) worked out before
-#    the wait instead of twice after the loop, and the block's reduction over its 8 warps at its
-#    compile-time count (MT values a thread), its 8 x MT shared-memory loads issued together.
+#  - epi (skinny_epilogue.patch, three commits): each output's slot (token, column) worked out
+#    before the wait instead of twice after the loop; the block's reduction over its 8 warps at
+#    its compile-time count (MT values a thread), its 8 x MT shared-memory loads issued together;
+#    the accumulators' zeros and the activation offsets pinned before the wait.
 # Any card, ~7 minutes: skinny_gemm's GPU tests on each variant (TESTS adds files); run 116's probe
 # for main and each, twice (PROBE_ROUNDS); the step A/B at AB_BATCHES (1,4) streams, AB_REPEATS (3)
 # runs each. VARIANTS (gram epi) picks fewer. All files also go into all.tar.xz.

@@ -1,5 +1,5 @@
 # Run 123, call 1 (prepared, not run): skinny_gemm's cluster path without cluster barriers after the
-# loop (push: skinny_push.patch, three commits: run 121's epi, then the push). Each block st.async-es
+# loop (push: skinny_push.patch, four commits: run 121's epi, then the push). Each block st.async-es
 # its peers' partial sums into their shared memory and waits on its own mbarrier; one relaxed
 # cluster barrier before the programmatic wait makes the mbarriers visible. Worth running if run
 # 122's probe shows the push ~1 us a call faster than the two syncs. Any card, ~7 minutes:
