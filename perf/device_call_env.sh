@@ -9,8 +9,9 @@
 # Sets: P (the image's Python with CUDA torch), T0 (the start, in seconds); exports PYTHONPATH,
 # VOXCPM_KERNELS_LIB, VOXCPM_GIT_COMMIT, PYTHONUNBUFFERED; defines unpack_lib XZ SO, unpack_variants
 # NAME... (a kernel A/B's libraries, paths in LIB[NAME]), at NAME RC (prints what ended and when),
-# left LIMIT (seconds left of LIMIT since T0) and ab_libraries NAME... (the step A/B of unpacked
-# libraries). Prints the GPU's name.
+# left LIMIT (seconds left of LIMIT since T0), ab_libraries NAME... (the step A/B of unpacked
+# libraries), probe_rows ROUNDS NAME... (run 116's GEMM probe per library) and pack_outputs KEEP...
+# (everything into one file). Prints the GPU's name.
 P=/opt/torch/.venv/bin/python3
 unpack_lib() {
   mkdir -p "$(dirname "$2")"
@@ -46,4 +47,23 @@ ab_libraries() {
   grep -h "graph_ops\|first patch" $OUT/per_run.txt
   for v in "$@"; do rm -rf $OUT/ab/${v}_*; done
   rm -rf $OUT/ab/throwaway
+}
+# Run 116's probe (the LocDiT's GEMMs at 8-24 rows, in a chain) on each unpacked library NAME...,
+# ROUNDS times in turn, into $OUT/probe.txt with the library's name before each line.
+probe_rows() {
+  local round v
+  for round in $(seq "$1"); do
+    for v in "${@:2}"; do
+      VOXCPM_KERNELS_LIB=${LIB[$v]} timeout 30 $P perf/results/gpu-2026-12-07-run116/rows_probe.py 2>&1 \
+        | sed "s/^/$v /" | tee -a $OUT/probe.txt
+    done
+  done
+}
+# A call brings back at most eight files: packs all of $OUT into $OUT/all.tar.xz, copies the A/B's
+# table beside it, and keeps only the files named KEEP... (patterns) besides those two.
+pack_outputs() {
+  local keep=(! -name all.tar.xz ! -name ab_step.md) name
+  for name in "$@"; do keep+=(! -name "$name"); done
+  (cd $OUT && tar cJf /tmp/all.tar.xz . && mv /tmp/all.tar.xz . && cp ab/ab_step.md . 2>/dev/null
+   find . -mindepth 1 "${keep[@]}" -delete 2>/dev/null; ls)
 }

@@ -20,14 +20,7 @@ for v in $VARIANTS; do
     -m gpu tests/gpu/test_skinny_gemm_gpu.py ${TESTS:-} > $OUT/tests_$v.log 2>&1; at tests_$v $?
   tail -2 $OUT/tests_$v.log
 done
-for round in $(seq ${PROBE_ROUNDS:-2}); do
-  for v in main $VARIANTS; do
-    VOXCPM_KERNELS_LIB=${LIB[$v]} timeout 30 $P perf/results/gpu-2026-12-07-run116/rows_probe.py 2>&1 \
-      | sed "s/^/$v /" | tee -a $OUT/probe.txt
-  done
-done
+probe_rows ${PROBE_ROUNDS:-2} main $VARIANTS
 export VOXCPM_LT_CACHE=/tmp/r121_lt.json
 AB_BATCHES=${AB_BATCHES:-1,4} AB_REPEATS=${AB_REPEATS:-3} ab_libraries main $VARIANTS
-cd $OUT && tar cJf /tmp/all.tar.xz . && mv /tmp/all.tar.xz . && cp ab/ab_step.md . 2>/dev/null
-find . -mindepth 1 ! -name all.tar.xz ! -name probe.txt ! -name 'tests_*.log' ! -name ab_step.md \
-  ! -name per_run.txt ! -name ab.log -delete 2>/dev/null; ls
+pack_outputs probe.txt 'tests_*.log' per_run.txt ab.log

@@ -15,14 +15,7 @@ unpack_variants main epi push
 l=$(left $LIMIT); VOXCPM_KERNELS_LIB=${LIB[push]} timeout $(( l > 100 ? 100 : l )) $P -m pytest -q -p no:cacheprovider \
   -m gpu tests/gpu/test_skinny_gemm_gpu.py tests/gpu/test_normed_layers_gpu.py > $OUT/tests_push.log 2>&1; at tests_push $?
 tail -2 $OUT/tests_push.log
-for round in 1 2; do
-  for v in main epi push; do
-    VOXCPM_KERNELS_LIB=${LIB[$v]} timeout 30 $P perf/results/gpu-2026-12-07-run116/rows_probe.py 2>&1 \
-      | sed "s/^/$v /" | tee -a $OUT/probe.txt
-  done
-done
+probe_rows 2 main epi push
 export VOXCPM_LT_CACHE=/tmp/r123_lt.json
 AB_BATCHES=${AB_BATCHES:-1,4} AB_REPEATS=${AB_REPEATS:-3} ab_libraries main epi push
-cd $OUT && tar cJf /tmp/all.tar.xz . && mv /tmp/all.tar.xz . && cp ab/ab_step.md . 2>/dev/null
-find . -mindepth 1 ! -name all.tar.xz ! -name probe.txt ! -name 'tests_*.log' ! -name ab_step.md \
-  ! -name per_run.txt ! -name ab.log -delete 2>/dev/null; ls
+pack_outputs probe.txt 'tests_*.log' per_run.txt ab.log
