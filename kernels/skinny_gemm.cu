@@ -181,6 +181,30 @@ __global__ void __launch_bounds__(kThreads, 2) skinny_gemm_kernel(
         for (int i = threadIdx.x; i < k / 8; i += kThreads) staged_gain[i] = __ldg(reinterpret_cast<const uint4*>(gain) + i);
         __syncthreads();
     }
+    constexpr int kValues = Frag<MT>::kValues;
+    constexpr int kRows = MT * 8;
+    constexpr int kOutputs = EPI == kSwiGLU ? kValues / 2 : kValues;
+#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
+    const bool in_cluster = cluster;  // the pair's splits (gridDim.y) are one cluster
+#else
+    const bool in_cluster = false;  // code built for older GPUs (a JIT from their PTX): the global path
+#endif
+    // The outputs this thread writes: in a cluster each block takes a slice of them, otherwise the
+    // pair's last block writes all. At most kOutputs / kThreads <= MT each.
+    const int first_output = in_cluster ? split * kThreads + threadIdx.x : threadIdx.x;
+    const int output_step = in_cluster ? splits * kThreads : kThreads;
+    // Where those outputs go, worked out before the wait: after it, this index arithmetic sat on
+    // every call's critical path twice (residual reads, stores). One int each, to hold the registers
+    // where two tiles already use all 128: token << 24 | column of out (n < 2^24), or -1 where
+    // there is no output i or its token is past m.
+    int out_slot[MT];
+#pragma unroll
+    for (int i = 0; i < MT; ++i) {
+        const int v = first_output + i * output_step;
+        const Frag<MT> f(v < kOutputs ? v : 0);
+        const int column = base + (EPI == kSwiGLU ? f.row() : f.tile * 16 + f.row());
+        out_slot[i] = v < kOutputs && f.token() < m ? f.token() << 24 | column : -1;
+    }
     pdl_wait();
     for (; first < chunks; first += stride * U) {
         uint4 b[U][MT];
@@ -218,31 +242,15 @@ __global__ void __launch_bounds__(kThreads, 2) skinny_gemm_kernel(
         if (first + stride * U < chunks) load_weights(first + stride * U);
     }
 
-    constexpr int kValues = Frag<MT>::kValues;
-    constexpr int kRows = MT * 8;
-    constexpr int kOutputs = EPI == kSwiGLU ? kValues / 2 : kValues;
-#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
-    const bool in_cluster = cluster;  // the pair's splits (gridDim.y) are one cluster
-#else
-    const bool in_cluster = false;  // code built for older GPUs (a JIT from their PTX): the global path
-#endif
-    // The outputs this thread writes: in a cluster each block takes a slice of them, otherwise the
-    // pair's last block writes all. At most kOutputs / kThreads <= MT each.
-    const int first_output = in_cluster ? split * kThreads + threadIdx.x : threadIdx.x;
-    const int output_step = in_cluster ? splits * kThreads : kThreads;
     // The residual values those outputs add, read now so that the reduction hides the round trip;
     // outputs are written only after every block of the pair has read its own.
     float resid[MT];
     if (EPI == kPlain && (options & kResidual)) {
         const int row_stride = (options & kBias) ? 0 : out_cols;
 #pragma unroll
-        for (int i = 0; i < MT; ++i) {
-            const int v = first_output + i * output_step;
-            const Frag<MT> f(v < kOutputs ? v : 0);
-            resid[i] = v < kOutputs && f.token() < m
-                           ? to_float<T>(residual[static_cast<size_t>(f.token()) * row_stride + base + f.tile * 16 + f.row()])
-                           : 0.f;
-        }
+        for (int i = 0; i < MT; ++i)
+            resid[i] = out_slot[i] >= 0 ? to_float<T>(residual[(out_slot[i] >> 24) * row_stride + (out_slot[i] & 0xffffff)])
+                                        : 0.f;
     }
 
 #pragma unroll
@@ -274,20 +282,21 @@ __global__ void __launch_bounds__(kThreads, 2) skinny_gemm_kernel(
         row_squares[0][threadIdx.x] = sum;
     }
 
-    // Writes output i of this thread (fragment value v, and its up half for SwiGLU) from its k sums.
-    auto store = [&](int i, int v, float sum, float up_sum) {
-        const Frag<MT> f(v);
-        if (f.token() >= m) return;
-        const float scale = row_rms ? row_squares[1][f.token()] : 1.f;
+    // Writes output i of this thread (and its up half for SwiGLU) from its k sums.
+    auto store = [&](int i, float sum, float up_sum) {
+        if (out_slot[i] < 0) return;
+        const int token = out_slot[i] >> 24;
+        const float scale = row_rms ? row_squares[1][token] : 1.f;
+        T* to = out + token * out_cols + (out_slot[i] & 0xffffff);
         if (EPI == kSwiGLU) {
             // Rounded like swiglu on a materialised gate_up output.
             const float gate = round_to<T>(sum * scale);
             const float up = round_to<T>(up_sum * scale);
-            out[static_cast<size_t>(f.token()) * out_cols + base + f.row()] = from_float<T>(round_to<T>(silu(gate)) * up);
+            *to = from_float<T>(round_to<T>(silu(gate)) * up);
         } else {
             float value = sum * scale;
             if (options & kResidual) value = fmaf(residual_scale, value, resid[i]);
-            out[static_cast<size_t>(f.token()) * out_cols + base + f.tile * 16 + f.row()] = from_float<T>(value);
+            *to = from_float<T>(value);
         }
     };
     // The row scale as rms_norm computes it (the mean of the squares in fp32, then rsqrt), kept in
@@ -333,10 +342,7 @@ __global__ void __launch_bounds__(kThreads, 2) skinny_gemm_kernel(
         row_scales();
         __syncthreads();
 #pragma unroll
-        for (int i = 0; i < MT; ++i) {
-            const int v = first_output + i * output_step;
-            if (v < kOutputs) store(i, v, sums[i], up_sums[i]);
-        }
+        for (int i = 0; i < MT; ++i) store(i, sums[i], up_sums[i]);
         return;
     }
 #endif
@@ -370,7 +376,7 @@ __global__ void __launch_bounds__(kThreads, 2) skinny_gemm_kernel(
 #pragma unroll
     for (int i = 0; i < MT; ++i) {
         const int v = first_output + i * output_step;
-        if (v < kOutputs) store(i, v, reduced[0][v], EPI == kSwiGLU ? reduced[0][v + kValues / 2] : 0.f);
+        if (v < kOutputs) store(i, reduced[0][v], EPI == kSwiGLU ? reduced[0][v + kValues / 2] : 0.f);
     }
 }
 
