@@ -269,7 +269,12 @@ __global__ void __launch_bounds__(kThreads, 2) skinny_gemm_kernel(
         }
     }
     __syncthreads();
-    for (int v = threadIdx.x; v < kValues; v += kThreads) {
+    // kValues / kThreads (= MT) values a thread, as a count known at compile time: unrolled, their
+    // loads issue together instead of one value's round trip after another's.
+    static_assert(kValues % kThreads == 0, "fragment values fill whole passes of the block");
+#pragma unroll
+    for (int i = 0; i < kValues / kThreads; ++i) {
+        const int v = threadIdx.x + i * kThreads;
         float sum = 0.f;
 #pragma unroll
         for (int wi = 0; wi < kWarps; ++wi) sum += reduced[wi][v];
