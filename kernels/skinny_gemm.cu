@@ -144,19 +144,31 @@ __global__ void __launch_bounds__(kThreads, 2) skinny_gemm_kernel(
     // a warp, against 43-76 (cuobjdump, sm_90).
     int xoffsets[MT];
 #pragma unroll
-    for (int nt = 0; nt < MT; ++nt) xoffsets[nt] = (nt * 8 + g < m ? nt * 8 + g : 0) * k + t * 8;
+    for (int nt = 0; nt < MT; ++nt) {
+        xoffsets[nt] = (nt * 8 + g < m ? nt * 8 + g : 0) * k + t * 8;
+        asm volatile("" : "+r"(xoffsets[nt]));  // worked out here, not again after the wait
+    }
 
     const bool row_rms = options & kRowRms;
+    // The sums start at zero in registers set before the wait: left to the compiler, the zeroing
+    // lands after it, ahead of the activation loads (the empty asm makes the zeros opaque, so it
+    // cannot). Likewise the activation offsets above.
     float squares[MT];
 #pragma unroll
-    for (int nt = 0; nt < MT; ++nt) squares[nt] = 0.f;
+    for (int nt = 0; nt < MT; ++nt) {
+        squares[nt] = 0.f;
+        asm volatile("" : "+f"(squares[nt]));
+    }
     float acc[2][MT][4];
 #pragma unroll
     for (int tl = 0; tl < 2; ++tl)
 #pragma unroll
         for (int nt = 0; nt < MT; ++nt)
 #pragma unroll
-            for (int r = 0; r < 4; ++r) acc[tl][nt][r] = 0.f;
+            for (int r = 0; r < 4; ++r) {
+                acc[tl][nt][r] = 0.f;
+                asm volatile("" : "+f"(acc[tl][nt][r]));
+            }
 
     // This warp's chunks: split + splits * (warp + kWarps * i), U of them loaded before any is used.
     // Chunks past the end reload the round's first chunk (valid memory) and are skipped below.
