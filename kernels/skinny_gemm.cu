@@ -21,19 +21,20 @@
 //    residual add writes residual + scale * out, in place when out is the residual; with a
 //    residual of one row for all rows, the same epilogue adds a layer's bias;
 //  - on Hopper the splits of a pair run as one thread block cluster and are summed through
-//    distributed shared memory: each block reads its slice of the outputs from every peer's shared
-//    memory, in split order, and writes it. The global-memory path (partials, a fence, a counter,
+//    distributed shared memory: each block pushes every peer's slice of the outputs into that
+//    peer's shared memory (st.async on an mbarrier, kernels/cluster_exchange.cuh), then sums its
+//    own slice in split order and writes it. The global-memory path (partials, a fence, a counter,
 //    the last block reading them back) costs several L2 round trips on the kernel's critical
-//    path; the cluster path costs two cluster barriers (perf/RESULTS.md run 22: 4.6 against 6.6
-//    us for the LocDiT's qkv at one stream). Deterministic too; with the same split count it sums
-//    in the same order as the global path.
+//    path (perf/RESULTS.md run 22: 4.6 against 6.6 us for the LocDiT's qkv at one stream, with
+//    the cluster path as it was then, two cluster barriers and reads of the peers' memory; run
+//    122 measures the barriers against the push). Deterministic too; with the same split count it
+//    sums in the same order as the global path.
 //  - launched as a programmatic dependent (kernels/common.cuh), each warp issues its first weight
 //    loads before waiting for the kernel before it, so the weight streams while that kernel drains
 //    (at one stream nearly every warp has a single round of chunks: all its weight loads go early).
 //    The weight (and the norm's gain) must therefore not be written by the kernels just before on
 //    the stream.
-#include <cooperative_groups.h>
-
+#include "cluster_exchange.cuh"
 #include "common.cuh"
 #include "mma.cuh"
 
@@ -125,6 +126,7 @@ __global__ void __launch_bounds__(kThreads, 2) skinny_gemm_kernel(
     __shared__ float reduced[kWarps][Frag<MT>::kValues];
     __shared__ float row_squares[kWarps][kRowSlots];
     __shared__ bool last_block;
+    __shared__ uint64_t exchanged;  // in a cluster: the peers' partial sums are in (cluster_exchange.cuh)
     const int lane = threadIdx.x & 31;
     const int warp = threadIdx.x >> 5;
     const int g = lane >> 2;
@@ -217,6 +219,12 @@ __global__ void __launch_bounds__(kThreads, 2) skinny_gemm_kernel(
         const int column = base + (EPI == kSwiGLU ? f.row() : f.tile * 16 + f.row());
         out_slot[i] = v < kOutputs && f.token() < m ? f.token() << 24 | column : -1;
     }
+#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
+    if (in_cluster) {
+        if (threadIdx.x == 0) exchange_init(&exchanged);
+        cluster_sync_relaxed();  // before the wait: behind the kernel before, not after the loop
+    }
+#endif
     pdl_wait();
     for (; first < chunks; first += stride * U) {
         uint4 b[U][MT];
@@ -324,21 +332,49 @@ __global__ void __launch_bounds__(kThreads, 2) skinny_gemm_kernel(
 
 #if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
     if (in_cluster) {
-        namespace cg = cooperative_groups;
-        cg::cluster_group cluster = cg::this_cluster();
-        cluster.sync();  // every split's sums are in its shared memory
-        const float* peers[kMaxClusterSplits];
-        const float* peer_rows[kMaxClusterSplits];
+        // Each block pushes to every peer the partial sums of the outputs that peer writes (and its
+        // rows' sums of squares) into the peer's dynamic shared memory after the gain: [sender]
+        // [value a thread][thread], then [sender][row]. It then waits until its own have all come,
+        // and sums them in split order, as reading the peers' shared memory did: no cluster
+        // barrier after the loop, and no block reads another's memory, so none waits to exit.
+        const int per_thread = (kOutputs + splits * kThreads - 1) / (splits * kThreads);  // outputs
+        const int slots = EPI == kSwiGLU ? 2 * per_thread : per_thread;                     // values
+        float* incoming = reinterpret_cast<float*>(staged_gain + (row_rms ? k / 8 : 0));
+        float* incoming_rows = incoming + splits * slots * kThreads;
+        if (threadIdx.x == 0) {
+            int owned = 0;
+#pragma unroll
+            for (int i = 0; i < MT; ++i) owned += min(max(kOutputs - (split + i * splits) * kThreads, 0), kThreads);
+            const int values = owned * (EPI == kSwiGLU ? 2 : 1) + (row_rms ? kRows : 0);
+            exchange_expect_bytes(&exchanged, static_cast<uint32_t>((splits - 1) * values * sizeof(float)));
+        }
+        const uint32_t own_barrier = shared_address(&exchanged);
+        const uint32_t own_incoming = shared_address(incoming);
 #pragma unroll
         for (int s = 0; s < kMaxClusterSplits; ++s) {
-            peers[s] = cluster.map_shared_rank(&reduced[0][0], s < splits ? s : 0);
-            peer_rows[s] = cluster.map_shared_rank(&row_squares[0][0], s < splits ? s : 0);
+            if (s >= splits || s == split) continue;
+            const uint32_t barrier = peer_address(own_barrier, s);
+            const uint32_t values = peer_address(own_incoming, s);
+#pragma unroll
+            for (int i = 0; i < MT; ++i) {
+                const int v = (s + i * splits) * kThreads + threadIdx.x;  // peer s's output i of this thread
+                if (v >= kOutputs) continue;
+                const int slot = (split * slots + (EPI == kSwiGLU ? 2 * i : i)) * kThreads + threadIdx.x;
+                exchange_send(values + slot * sizeof(float), reduced[0][v], barrier);
+                if (EPI == kSwiGLU) exchange_send(values + (slot + kThreads) * sizeof(float), reduced[0][v + kValues / 2], barrier);
+            }
+            if (row_rms && threadIdx.x < kRows) {
+                const int slot = splits * slots * kThreads + split * kRows + threadIdx.x;
+                exchange_send(values + slot * sizeof(float), row_squares[0][threadIdx.x], barrier);
+            }
         }
+        exchange_wait(&exchanged);
         float total_squares = 0.f;  // this thread's row (threadIdx.x < kRows) over the splits
         if (row_rms && threadIdx.x < kRows) {
 #pragma unroll
             for (int s = 0; s < kMaxClusterSplits; ++s)
-                if (s < splits) total_squares += peer_rows[s][threadIdx.x];
+                if (s < splits)
+                    total_squares += s == split ? row_squares[0][threadIdx.x] : incoming_rows[s * kRows + threadIdx.x];
         }
         float sums[MT], up_sums[MT];
 #pragma unroll
@@ -346,15 +382,15 @@ __global__ void __launch_bounds__(kThreads, 2) skinny_gemm_kernel(
             const int v = first_output + i * output_step;
             sums[i] = up_sums[i] = 0.f;
             if (v >= kOutputs) continue;
+            const int slot = (EPI == kSwiGLU ? 2 * i : i) * kThreads + threadIdx.x;
 #pragma unroll
             for (int s = 0; s < kMaxClusterSplits; ++s) {
-                if (s < splits) {
-                    sums[i] += peers[s][v];
-                    if (EPI == kSwiGLU) up_sums[i] += peers[s][v + kValues / 2];
-                }
+                if (s >= splits) continue;
+                const float* from = incoming + s * slots * kThreads + slot;
+                sums[i] += s == split ? reduced[0][v] : from[0];
+                if (EPI == kSwiGLU) up_sums[i] += s == split ? reduced[0][v + kValues / 2] : from[kThreads];
             }
         }
-        cluster.sync();  // peers read this block's shared memory until here
         if (row_rms && threadIdx.x < kRows) row_squares[0][threadIdx.x] = total_squares;
         row_scales();
         __syncthreads();
@@ -486,13 +522,33 @@ struct Args {
     float residual_scale, rms_eps;
 };
 
+// What the peers of a cluster push into a block's dynamic shared memory (the kernel's cluster path):
+// every split's partial sums of the outputs the block writes, then every split's row sums.
+template <int MT, int EPI> size_t exchange_bytes(int splits) {
+    constexpr int kOutputs = EPI == kSwiGLU ? Frag<MT>::kValues / 2 : Frag<MT>::kValues;
+    const int per_thread = (kOutputs + splits * kThreads - 1) / (splits * kThreads);
+    const int slots = EPI == kSwiGLU ? 2 * per_thread : per_thread;
+    return static_cast<size_t>(splits) * (slots * kThreads + MT * 8) * sizeof(float);
+}
+
+// The kernel's static shared memory, at most: reduced, row_squares, last_block and the mbarrier.
+template <int MT> constexpr size_t static_shared_bytes() {
+    return kWarps * (Frag<MT>::kValues + kRowSlots) * sizeof(float) + 16;
+}
+
 template <typename T, int MT, int EPI> int launch_tiles(const Args& a, const Shape& shape, cudaStream_t stream) {
     const size_t gain_bytes = (a.options & kRowRms) ? static_cast<size_t>(a.k) * sizeof(T) : 0;
+    // Within the 48 KB a launch gets without opting in. Where a norm's gain leaves no room for the
+    // exchange (at four row tiles from k ~3000-5500, by split count), the splits sum through
+    // global memory instead.
+    const bool cluster = shape.cluster && static_shared_bytes<MT>() + gain_bytes + exchange_bytes<MT, EPI>(shape.splits) <=
+                                              static_cast<size_t>(48 * 1024);
     return launch_kernel_in_clusters(
-        kernel_of<T, MT, EPI>(), dim3(shape.pairs, shape.splits), dim3(kThreads), gain_bytes,
-        dim3(1, shape.cluster ? shape.splits : 1), stream, static_cast<const T*>(a.x), static_cast<const T*>(a.w),
-        static_cast<T*>(a.out), static_cast<const T*>(a.gain), static_cast<const T*>(a.residual), a.partials,
-        a.counters, a.m, a.k, a.out_cols, a.second, a.options, a.residual_scale, a.rms_eps, shape.cluster);
+        kernel_of<T, MT, EPI>(), dim3(shape.pairs, shape.splits), dim3(kThreads),
+        gain_bytes + (cluster ? exchange_bytes<MT, EPI>(shape.splits) : 0), dim3(1, cluster ? shape.splits : 1), stream,
+        static_cast<const T*>(a.x), static_cast<const T*>(a.w), static_cast<T*>(a.out), static_cast<const T*>(a.gain),
+        static_cast<const T*>(a.residual), a.partials, a.counters, a.m, a.k, a.out_cols, a.second, a.options,
+        a.residual_scale, a.rms_eps, cluster);
 }
 
 template <typename T, int EPI> int launch(const Args& a, const Shape& shape, cudaStream_t stream) {
