@@ -26,9 +26,9 @@
 //    own slice in split order and writes it. The global-memory path (partials, a fence, a counter,
 //    the last block reading them back) costs several L2 round trips on the kernel's critical
 //    path (perf/RESULTS.md run 22: 4.6 against 6.6 us for the LocDiT's qkv at one stream, with
-//    the cluster path as it was then, two cluster barriers and reads of the peers' memory; run
-//    122 measures the barriers against the push). Deterministic too; with the same split count it
-//    sums in the same order as the global path.
+//    the cluster path as it was then, two cluster barriers and reads of the peers' memory; the
+//    push took another 0.4-0.7 us off four-split calls, run 123). Deterministic too; with the
+//    same split count it sums in the same order as the global path.
 //  - launched as a programmatic dependent (kernels/common.cuh), each warp issues its first weight
 //    loads before waiting for the kernel before it, so the weight streams while that kernel drains
 //    (at one stream nearly every warp has a single round of chunks: all its weight loads go early).
