@@ -10,8 +10,8 @@
 # VOXCPM_KERNELS_LIB, VOXCPM_GIT_COMMIT, PYTHONUNBUFFERED; defines unpack_lib XZ SO, unpack_variants
 # NAME... (a kernel A/B's libraries, paths in LIB[NAME]), at NAME RC (prints what ended and when),
 # left LIMIT (seconds left of LIMIT since T0), ab_libraries NAME... (the step A/B of unpacked
-# libraries), probe_rows ROUNDS NAME... (run 116's GEMM probe per library) and pack_outputs KEEP...
-# (everything into one file). Prints the GPU's name.
+# libraries), probe_rows ROUNDS NAME... (run 116's GEMM probe per library), probe_lm NAME... (run
+# 124's) and pack_outputs KEEP... (everything into one file). Prints the GPU's name.
 P=/opt/torch/.venv/bin/python3
 unpack_lib() {
   mkdir -p "$(dirname "$2")"
@@ -57,6 +57,15 @@ probe_rows() {
       VOXCPM_KERNELS_LIB=${LIB[$v]} timeout 30 $P perf/results/gpu-2026-12-07-run116/rows_probe.py 2>&1 \
         | sed "s/^/$v /" | tee -a $OUT/probe.txt
     done
+  done
+}
+# Run 124's probe (the LMs' GEMMs at 1-4 rows, weights cold) on each unpacked library NAME..., into
+# $OUT/lm_probe.txt with the library's name before each line.
+probe_lm() {
+  local v
+  for v in "$@"; do
+    VOXCPM_KERNELS_LIB=${LIB[$v]} timeout 60 $P perf/results/gpu-2026-12-07-run124/lm_rows_probe.py 2>&1 \
+      | sed "s/^/$v /" | tee -a $OUT/lm_probe.txt; at lm_probe_$v ${PIPESTATUS[0]}
   done
 }
 # A call brings back at most eight files: packs all of $OUT into $OUT/all.tar.xz, copies the A/B's

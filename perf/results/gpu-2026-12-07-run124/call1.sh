@@ -12,10 +12,7 @@ unpack_variants main fill1
 timeout ${TESTS_LIMIT:-150} $P -m pytest -q -p no:cacheprovider -m gpu tests/gpu/test_engine_gpu.py tests/gpu/test_folded_norms_gpu.py \
   tests/gpu/test_ops_cuda_graph.py > $OUT/tests_main.log 2>&1; at tests_main $?
 tail -2 $OUT/tests_main.log
-for v in main fill1; do
-  VOXCPM_KERNELS_LIB=${LIB[$v]} timeout 60 $P perf/results/gpu-2026-12-07-run124/lm_rows_probe.py 2>&1 \
-    | sed "s/^/$v /" | tee -a $OUT/probe.txt; at probe_$v ${PIPESTATUS[0]}
-done
+probe_lm main fill1
 export VOXCPM_LT_CACHE=/tmp/r124_lt.json
 AB_BATCHES=${AB_BATCHES:-1,4} AB_REPEATS=${AB_REPEATS:-3} ab_libraries main fill1
-pack_outputs probe.txt 'tests_*.log' per_run.txt ab.log
+pack_outputs lm_probe.txt 'tests_*.log' per_run.txt ab.log

@@ -12,10 +12,7 @@ unpack_variants main deep
 VOXCPM_KERNELS_LIB=${LIB[deep]} timeout 90 $P -m pytest -q -p no:cacheprovider -m gpu tests/gpu/test_skinny_gemm_gpu.py \
   > $OUT/tests_deep.log 2>&1; at tests_deep $?
 tail -2 $OUT/tests_deep.log
-for v in main deep; do
-  VOXCPM_KERNELS_LIB=${LIB[$v]} timeout 60 $P perf/results/gpu-2026-12-07-run124/lm_rows_probe.py 2>&1 \
-    | sed "s/^/$v /" | tee -a $OUT/lm_probe.txt; at lm_probe_$v ${PIPESTATUS[0]}
-done
+probe_lm main deep
 export VOXCPM_LT_CACHE=/tmp/r126_lt.json
 AB_BATCHES=${AB_BATCHES:-1,4} AB_REPEATS=${AB_REPEATS:-3} ab_libraries main deep
 pack_outputs lm_probe.txt 'tests_*.log' per_run.txt ab.log
