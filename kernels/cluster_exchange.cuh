@@ -1,7 +1,8 @@
 // Pushing values into a peer block's shared memory within a thread block cluster (sm_90): st.async
 // stores that complete on the receiver's mbarrier, which counts the bytes it expects. Unlike a
 // cluster barrier with release semantics, which sm_90 compiles to MEMBAR.ALL.GPU (a wait for every
-// outstanding memory access of the thread), neither side issues a fence (perf/RESULTS.md run 122).
+// outstanding memory access of the thread), neither side issues a fence (perf/RESULTS.md runs
+// 122-123).
 // One exchange per launch: the mbarrier completes phase 0 once, when its one arrival (the receiver's
 // expect_bytes) and all the bytes it announced are in.
 #pragma once
