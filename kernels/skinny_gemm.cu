@@ -116,6 +116,18 @@ template <int MT> struct Frag {
     __device__ int token() const { return ntile * 8 + (lane & 3) * 2 + (reg & 1); }
 };
 
+// Outputs of a pair (fragment values; half of them for SwiGLU, whose up half joins the gate's).
+template <int MT, int EPI> __host__ __device__ constexpr int pair_outputs() {
+    return EPI == kSwiGLU ? Frag<MT>::kValues / 2 : Frag<MT>::kValues;
+}
+
+// Values a thread of a cluster's block receives from each sender: its share of the outputs, both
+// halves for SwiGLU. The kernel lays out its exchange area by it, launch_tiles sizes the area by it.
+template <int MT, int EPI> __host__ __device__ constexpr int exchange_slots(int splits) {
+    const int per_thread = (pair_outputs<MT, EPI>() + splits * kThreads - 1) / (splits * kThreads);
+    return EPI == kSwiGLU ? 2 * per_thread : per_thread;
+}
+
 // grid (pairs, splits); pair p owns weight rows [base, base + 16) and [base + second, base + second
 // + 16) with base = p * 32, second = 16 (plain) or base = p * 16, second = inter (SwiGLU).
 template <typename T, int MT, int U, int EPI>
@@ -197,7 +209,7 @@ __global__ void __launch_bounds__(kThreads, 2) skinny_gemm_kernel(
     }
     constexpr int kValues = Frag<MT>::kValues;
     constexpr int kRows = MT * 8;
-    constexpr int kOutputs = EPI == kSwiGLU ? kValues / 2 : kValues;
+    constexpr int kOutputs = pair_outputs<MT, EPI>();
 #if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
     const bool in_cluster = cluster;  // the pair's splits (gridDim.y) are one cluster
 #else
@@ -337,8 +349,7 @@ __global__ void __launch_bounds__(kThreads, 2) skinny_gemm_kernel(
         // [value a thread][thread], then [sender][row]. It then waits until its own have all come,
         // and sums them in split order, as reading the peers' shared memory did: no cluster
         // barrier after the loop, and no block reads another's memory, so none waits to exit.
-        const int per_thread = (kOutputs + splits * kThreads - 1) / (splits * kThreads);  // outputs
-        const int slots = EPI == kSwiGLU ? 2 * per_thread : per_thread;                     // values
+        const int slots = exchange_slots<MT, EPI>(splits);
         float* incoming = reinterpret_cast<float*>(staged_gain + (row_rms ? k / 8 : 0));
         float* incoming_rows = incoming + splits * slots * kThreads;
         if (threadIdx.x == 0) {
@@ -525,10 +536,7 @@ struct Args {
 // What the peers of a cluster push into a block's dynamic shared memory (the kernel's cluster path):
 // every split's partial sums of the outputs the block writes, then every split's row sums.
 template <int MT, int EPI> size_t exchange_bytes(int splits) {
-    constexpr int kOutputs = EPI == kSwiGLU ? Frag<MT>::kValues / 2 : Frag<MT>::kValues;
-    const int per_thread = (kOutputs + splits * kThreads - 1) / (splits * kThreads);
-    const int slots = EPI == kSwiGLU ? 2 * per_thread : per_thread;
-    return static_cast<size_t>(splits) * (slots * kThreads + MT * 8) * sizeof(float);
+    return static_cast<size_t>(splits) * (exchange_slots<MT, EPI>(splits) * kThreads + MT * 8) * sizeof(float);
 }
 
 // The kernel's static shared memory, at most: reduced, row_squares, last_block and the mbarrier.
