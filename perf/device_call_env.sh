@@ -11,7 +11,8 @@
 # NAME... (a kernel A/B's libraries, paths in LIB[NAME]), at NAME RC (prints what ended and when),
 # left LIMIT (seconds left of LIMIT since T0), ab_libraries NAME... (the step A/B of unpacked
 # libraries), probe_rows ROUNDS NAME... (run 116's GEMM probe per library), probe_lm NAME... (run
-# 124's) and pack_outputs KEEP... (everything into one file). Prints the GPU's name.
+# 124's), skinny_tests NAME (skinny_gemm's GPU tests on a variant) and pack_outputs KEEP...
+# (everything into one file). Prints the GPU's name.
 P=/opt/torch/.venv/bin/python3
 unpack_lib() {
   mkdir -p "$(dirname "$2")"
@@ -67,6 +68,12 @@ probe_lm() {
     VOXCPM_KERNELS_LIB=${LIB[$v]} timeout 60 $P perf/results/gpu-2026-12-07-run124/lm_rows_probe.py 2>&1 \
       | sed "s/^/$v /" | tee -a $OUT/lm_probe.txt; at lm_probe_$v ${PIPESTATUS[0]}
   done
+}
+# skinny_gemm's GPU tests on the unpacked library NAME, into $OUT/tests_NAME.log (90 s at most).
+skinny_tests() {
+  VOXCPM_KERNELS_LIB=${LIB[$1]} timeout 90 $P -m pytest -q -p no:cacheprovider -m gpu tests/gpu/test_skinny_gemm_gpu.py \
+    > $OUT/tests_$1.log 2>&1; at tests_$1 $?
+  tail -2 $OUT/tests_$1.log
 }
 # A call brings back at most eight files: packs all of $OUT into $OUT/all.tar.xz, copies the A/B's
 # table beside it, and keeps only the files named KEEP... (patterns) besides those two.

@@ -9,9 +9,7 @@
 set -u; LIMIT=${LIMIT:-420}
 source perf/device_call_env.sh
 unpack_variants main lone
-VOXCPM_KERNELS_LIB=${LIB[lone]} timeout 90 $P -m pytest -q -p no:cacheprovider -m gpu tests/gpu/test_skinny_gemm_gpu.py \
-  > $OUT/tests_lone.log 2>&1; at tests_lone $?
-tail -2 $OUT/tests_lone.log
+skinny_tests lone
 probe_lm main lone
 export VOXCPM_LT_CACHE=/tmp/r130_lt.json
 if nvidia-smi --query-gpu=name --format=csv,noheader | grep -q H200; then
