@@ -5,8 +5,7 @@
 # instructions), and runs 119-120 found such changes can move a call's time. skinny_gemm's GPU tests
 # on struct, then run 116's and run 124's probes on main and struct: merged only if no call is
 # slower.
-# Library: the patch applied to a worktree of 3fee2ca, built with VOXCPM_CUDA_ARCHS=90
-# VOXCPM_REQUIRE_SM90=1 bash build/build_kernels.sh DIR, xz -> build/out/session/lib_struct.so.xz
+# Libraries: bash build/session_libs.sh struct=perf/results/gpu-2026-12-07-run132/static_struct.patch
 # carry: ["build/out/session/lib.so.xz", "build/out/session/lib_struct.so.xz", "build/out/session/commit"]
 set -u
 source perf/device_call_env.sh
