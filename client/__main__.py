@@ -2,7 +2,8 @@
 [--reference-wav r.wav] [--voice-id NAME] [--register-only] [--seed N] ...
 
 Streams the audio from the server's `voxcpm` model into a WAV file, printing progress, the latency
-of the first chunk and the real-time factor. Ctrl-C cancels the request on the server."""
+of the first chunk and the real-time factor. Ctrl-C cancels the request on the server. A text of
+"-" is read from standard input."""
 
 from __future__ import annotations
 
@@ -17,7 +18,8 @@ from client.streaming import StreamStats, VoxCPMClient, VoxCPMError
 
 def parse_args(argv: list[str] | None) -> argparse.Namespace:
     parser = argparse.ArgumentParser(prog="python -m client", description=__doc__.splitlines()[0])
-    parser.add_argument("text", help="text to speak")
+    parser.add_argument("text", nargs="?",
+                        help='text to speak; "-" reads it from standard input (not needed with --register-only)')
     parser.add_argument("-o", "--output", default="out.wav", help="WAV file to write (default out.wav)")
     parser.add_argument("--url", default="127.0.0.1:8001", help="tritonserver gRPC address")
     parser.add_argument("--prompt-wav", help="voice recording to continue with --prompt-text, or without it (VoxCPM2) "
@@ -35,7 +37,16 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
     parser.add_argument("--seed", type=int, help="noise seed; the same seed gives the same audio")
     parser.add_argument("--normalize", action="store_true",
                         help="speak numbers, dates and symbols as words (the reference's normalize=True)")
-    return parser.parse_args(argv)
+    args = parser.parse_args(argv)
+    if args.text is None and not args.register_only:
+        parser.error('the text to speak is required ("-" reads it from standard input)')
+    return args
+
+
+def _read_text(text: str) -> str:
+    """The text as given, or for "-" what standard input holds without the whitespace around it, so
+    that `echo ... |` or a text file speaks the same words as typed on the command line."""
+    return sys.stdin.read().strip() if text == "-" else text
 
 
 def _read_wav(path: str | None) -> tuple[np.ndarray | None, int | None]:
@@ -76,7 +87,7 @@ def main(argv: list[str] | None = None) -> int:
         # carriage returns would leave every update glued on one line, only the final count shows.
         live = sys.stdout.isatty()
         for chunk in client.stream(
-            args.text,
+            _read_text(args.text),
             stats,
             **voice,
             voice_id=args.voice_id,

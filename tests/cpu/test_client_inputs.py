@@ -1,13 +1,16 @@
-"""client.streaming without a server: the ensemble tensors build_inputs makes, and the RTF figures."""
+"""The client without a server: the ensemble tensors build_inputs makes, the RTF figures, and how the
+CLI reads its text and voices."""
 
+import io
 import sys
 from pathlib import Path
 
 import numpy as np
+import pytest
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[2]))
 
-from client.__main__ import _read_wav  # noqa: E402
+from client.__main__ import _read_text, _read_wav, parse_args  # noqa: E402
 from client.streaming import StreamStats, build_inputs  # noqa: E402
 
 
@@ -46,3 +49,13 @@ def test_a_stereo_recording_is_mixed_down_as_voxcpm_does(tmp_path):
     assert rate == 16000 and audio.shape == (480,)
     np.testing.assert_allclose(audio, 0.125)
     assert _read_wav(None) == (None, None)
+
+
+def test_the_text_comes_from_the_command_line_or_stdin(monkeypatch, capsys):
+    monkeypatch.setattr(sys, "stdin", io.StringIO("  Read from a pipe.\n"))
+    assert _read_text("-") == "Read from a pipe."
+    assert _read_text("Typed.") == "Typed."
+    assert parse_args(["--register-only", "--voice-id", "v", "--prompt-wav", "p.wav"]).text is None
+    with pytest.raises(SystemExit) as exited:
+        parse_args(["-o", "x.wav"])
+    assert exited.value.code == 2 and "the text to speak is required" in capsys.readouterr().err

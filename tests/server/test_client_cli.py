@@ -1,5 +1,6 @@
-"""The client CLI streams text into a WAV file and reports first-chunk latency and RTF; it
-registers a voice from a WAV file and reuses it by name, and sends a reference voice and NORMALIZE."""
+"""The client CLI streams text (given, or piped in) into a WAV file and reports first-chunk latency
+and RTF; it registers a voice from a WAV file and reuses it by name, and sends a reference voice and
+NORMALIZE."""
 
 import os
 import subprocess
@@ -14,9 +15,9 @@ from tritonserver_process import REPO
 pytestmark = pytest.mark.server
 
 
-def _cli(*args: str, env: dict[str, str] | None = None) -> subprocess.CompletedProcess:
+def _cli(*args: str, env: dict[str, str] | None = None, stdin: str | None = None) -> subprocess.CompletedProcess:
     return subprocess.run([sys.executable, "-m", "client", *args], cwd=REPO, capture_output=True, text=True, timeout=120,
-                          env=env)
+                          env=env, input=stdin)
 
 
 def test_cli_writes_wav_and_reports_latency(triton_server, tmp_path):
@@ -32,12 +33,17 @@ def test_cli_writes_wav_and_reports_latency(triton_server, tmp_path):
     progress = [line for line in run.stdout.splitlines() if line.endswith("s of audio")]
     assert len(progress) == 1 and progress[0].endswith(f" chunks, {audio.size / rate:.2f} s of audio"), run.stdout
 
-    run = _cli("unused", "--url", triton_server.grpc_url, "--register-only", "--voice-id", "cli-voice",
+    run = _cli("--url", triton_server.grpc_url, "--register-only", "--voice-id", "cli-voice",
                "--prompt-wav", str(out), "--prompt-text", "Hello.")
     assert run.returncode == 0 and "registered voice 'cli-voice'" in run.stdout, run.stderr
     run = _cli("With that voice.", "-o", str(tmp_path / "voice.wav"), "--url", triton_server.grpc_url,
-               "--voice-id", "cli-voice", "--max-seconds", "0.3")
+               "--voice-id", "cli-voice", "--max-seconds", "0.3", "--seed", "5")
     assert run.returncode == 0, run.stderr
+    # The same words piped in give the same audio.
+    run = _cli("-", "-o", str(tmp_path / "piped.wav"), "--url", triton_server.grpc_url,
+               "--voice-id", "cli-voice", "--max-seconds", "0.3", "--seed", "5", stdin="With that voice.\n")
+    assert run.returncode == 0, run.stderr
+    np.testing.assert_array_equal(soundfile.read(tmp_path / "piped.wav")[0], soundfile.read(tmp_path / "voice.wav")[0])
 
 
 def test_cli_reference_voice_changes_the_audio(triton_server, tmp_path):
