@@ -21,6 +21,7 @@ def _text(value="Hello."):
 
 
 CASES = {
+    "no text": ([_raw("CFG_VALUE", np.array([2.0], np.float32), "FP32")], r"TEXT is required"),
     "empty text": (build_inputs(""), r"TEXT is empty"),
     "text over the limit": (build_inputs("word " * 2000), r"TEXT has 10000 characters; allowed 1\.\.4000"),
     "wrong dtype": ([_raw("TEXT", np.array([1], np.int32), "INT32")], r"input 'TEXT' data-type is 'INT32', but model 'voxcpm' expects 'BYTES'"),
