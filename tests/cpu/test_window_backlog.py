@@ -1,5 +1,6 @@
 """voxcpm_triton.serving.window_backlog: windows sent minus windows decoded across processes'
-counter slots, and a gate that waits for the vocoder but never stalls on windows that were lost."""
+counter slots, and a gate that waits for the vocoder, however slow, but never stalls on windows that
+were lost."""
 
 import threading
 import time
@@ -43,6 +44,59 @@ def test_gate_takes_lost_windows_as_its_new_zero(tmp_path):
     gate.wait(live_streams=1)  # waits max_wait_s once ...
     started = time.monotonic()
     gate.wait(live_streams=1)  # ... then no more
+    assert time.monotonic() - started < 0.04
+
+
+def test_gate_waits_on_a_slow_vocoder_past_max_wait(tmp_path):
+    # An overloaded vocoder decodes a window every 30 ms: the gate waits for it, well past
+    # max_wait_s, instead of taking its backlog as lost.
+    sent, decoded = WindowCounter(tmp_path / "b", "sent"), WindowCounter(tmp_path / "b", "decoded")
+    gate = BacklogGate(sent, windows_ahead=1, max_wait_s=0.15)
+    sent.add(9)
+    stop = threading.Event()
+
+    def vocoder() -> None:
+        while not stop.wait(0.03):
+            decoded.add(1)
+
+    worker = threading.Thread(target=vocoder)
+    worker.start()
+    started = time.monotonic()
+    gate.wait(live_streams=1)
+    waited = time.monotonic() - started
+    stop.set()
+    worker.join()
+    assert sent.backlog() <= 1 and waited > 0.2
+
+
+def test_gate_waits_while_a_vocoder_is_mid_batch(tmp_path):
+    # One batch longer than max_wait_s: nothing is decoded until it ends, yet nothing is lost.
+    sent, decoded = WindowCounter(tmp_path / "b", "sent"), WindowCounter(tmp_path / "b", "decoded")
+    gate = BacklogGate(sent, windows_ahead=1, max_wait_s=0.05, max_batch_s=10.0)
+    sent.add(5)
+    decoded.set_busy(True)
+
+    def batch_ends() -> None:
+        decoded.add(5)
+        decoded.set_busy(False)
+
+    threading.Timer(0.3, batch_ends).start()
+    started = time.monotonic()
+    gate.wait(live_streams=1)
+    assert time.monotonic() - started > 0.25 and sent.backlog() == 0
+
+
+def test_a_vocoder_that_died_mid_batch_stops_counting_as_decoding(tmp_path):
+    sent, decoded = WindowCounter(tmp_path / "b", "sent"), WindowCounter(tmp_path / "b", "decoded")
+    gate = BacklogGate(sent, windows_ahead=1, max_wait_s=0.05, max_batch_s=0.2)
+    sent.add(5)
+    decoded.set_busy(True)  # and never ends
+    started = time.monotonic()
+    gate.wait(live_streams=1)  # waits out max_batch_s, then max_wait_s, and takes the 5 as lost
+    waited = time.monotonic() - started
+    assert 0.2 < waited < 5.0
+    started = time.monotonic()
+    gate.wait(live_streams=1)
     assert time.monotonic() - started < 0.04
 
 

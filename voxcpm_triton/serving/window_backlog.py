@@ -13,7 +13,11 @@ vocoders decode, and a lightly loaded instance must not wait on a busy one's win
 Every counter slot has a single writer (the process that claimed it), so no cross-process lock is
 needed; readers sum the slots. Windows that never reach the vocoder (requests sent to ar_decoder
 directly, vocoder steps Triton cancelled) make the sum drift upwards; a decoder that has waited
-`max_wait_s` takes the current backlog as its new zero, so drift costs a pause, never a stall."""
+`max_wait_s` while no vocoder was decoding takes the current backlog as its new zero, so drift
+costs a pause, never a stall. While a vocoder decodes, the decoder keeps waiting: an overloaded
+vocoder (on CPU a batch of a few dozen windows takes seconds) must not read as lost windows, or
+its queue would grow without bound again. A vocoder marks when its batch began, so one that died
+mid-batch stops counting as decoding after `max_batch_s`."""
 
 from __future__ import annotations
 
@@ -27,6 +31,7 @@ from voxcpm_triton.serving.shared_map import map_shared, release
 SLOTS = 64  # writers per role (instances of one model in one server)
 ROLES = ("sent", "decoded")
 LIVE = len(ROLES)  # after the roles' counters: each 'sent' slot's live streams
+BUSY = LIVE + 1  # then each 'decoded' slot's batch start (time.monotonic_ns), 0 between batches
 
 
 def counter_path(server_pid: int) -> Path:
@@ -51,9 +56,10 @@ class WindowCounter:
             break
         if self._claim is None:
             raise RuntimeError(f"all {SLOTS} '{role}' slots of {path} are taken")
-        self._map = map_shared(path, (LIVE + 1) * SLOTS * 8)  # after the claim (shared_map's doc)
+        self._map = map_shared(path, (BUSY + 1) * SLOTS * 8)  # after the claim (shared_map's doc)
         self._path = path
         self._live_offset = (LIVE * SLOTS + index) * 8 if role == "sent" else None
+        self._busy_offset = (BUSY * SLOTS + index) * 8 if role == "decoded" else None
         self._value = struct.unpack_from("<q", self._map, self._offset)[0]
 
     def add(self, count: int) -> None:
@@ -64,6 +70,20 @@ class WindowCounter:
         """Windows sent by all decoders minus windows decoded by all vocoders."""
         values = struct.unpack_from(f"<{len(ROLES) * SLOTS}q", self._map, 0)
         return sum(values[:SLOTS]) - sum(values[SLOTS:])
+
+    def decoded(self) -> int:
+        """Windows decoded by all vocoders."""
+        return sum(struct.unpack_from(f"<{SLOTS}q", self._map, SLOTS * 8))
+
+    def set_busy(self, busy: bool) -> None:
+        """A vocoder's batch begins (True) or ends (False)."""
+        struct.pack_into("<q", self._map, self._busy_offset, time.monotonic_ns() if busy else 0)
+
+    def decoding(self, max_batch_s: float) -> bool:
+        """Whether some vocoder is in a batch that began less than `max_batch_s` ago."""
+        now = time.monotonic_ns()
+        starts = struct.unpack_from(f"<{SLOTS}q", self._map, BUSY * SLOTS * 8)
+        return any(0 < now - start < max_batch_s * 1e9 for start in starts if start)
 
     def set_live(self, streams: int) -> None:
         """This decoder's live streams (a 'sent' counter's)."""
@@ -76,6 +96,8 @@ class WindowCounter:
     def close(self) -> None:
         if self._live_offset is not None:
             self.set_live(0)
+        if self._busy_offset is not None:
+            self.set_busy(False)
         self._map.close()
         release(self._path, self._claim)
 
@@ -83,16 +105,17 @@ class WindowCounter:
 class BacklogGate:
     """wait(live_streams) publishes this decoder's live streams and returns once at most
     `windows_ahead` windows per live stream of the server are in flight between the decoders and
-    the vocoders (or after `max_wait_s`, see the module doc)."""
+    the vocoders (or once no vocoder decoded for `max_wait_s`, see the module doc)."""
 
     def __init__(self, counter: WindowCounter, windows_ahead: int, max_wait_s: float = 0.25,
-                 poll_s: float = 0.0005) -> None:
+                 poll_s: float = 0.0005, max_batch_s: float = 60.0) -> None:
         if windows_ahead < 1:
             raise ValueError(f"windows_ahead={windows_ahead}; must be >= 1")
         self.counter = counter
         self.windows_ahead = windows_ahead
         self.max_wait_s = max_wait_s
         self.poll_s = poll_s
+        self.max_batch_s = max_batch_s
         self._zero = 0  # backlog taken as lost (never to be decoded)
 
     def wait(self, live_streams: int) -> None:
@@ -103,9 +126,13 @@ class BacklogGate:
         backlog = raw - self._zero
         if backlog <= allowed:
             return
+        decoded = self.counter.decoded()
         deadline = time.monotonic() + self.max_wait_s
         while backlog > allowed:
-            if time.monotonic() > deadline:
+            now, progress = time.monotonic(), self.counter.decoded()
+            if progress != decoded or self.counter.decoding(self.max_batch_s):
+                decoded, deadline = progress, now + self.max_wait_s
+            elif now > deadline:
                 self._zero += backlog
                 return
             time.sleep(self.poll_s)

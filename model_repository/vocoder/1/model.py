@@ -34,10 +34,12 @@ class TritonPythonModel:
         )
 
     def execute(self, requests: list[pb_utils.InferenceRequest]) -> list[pb_utils.InferenceResponse]:
+        self.window_counter.set_busy(True)  # a decoder waiting on the backlog sees the batch under way
         try:
             return self._decode(requests)
         finally:
             self.window_counter.add(len(requests))
+            self.window_counter.set_busy(False)
             for request in requests:
                 self.acks.ack(request.request_id())
 
