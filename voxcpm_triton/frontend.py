@@ -72,12 +72,14 @@ class Frontend:
         spoken = (prompt_text or "") + target if prompt is not None else target
         tokens = self.tokenizer.encode(spoken)
         if not tokens:
-            raise ValueError("text produced no tokens")
+            raise ValueError(f"text{' once normalised' if normalize else ''} produced no tokens")
         sequence = build_prefill(tokens, reference, prompt, self.config)
         if sequence.tokens.shape[0] >= self.config.max_length:
+            voiced = prompt is not None or reference is not None
             raise ValueError(
-                f"prompt of {sequence.tokens.shape[0]} positions (text + voice) leaves no room in the model's "
-                f"max_length {self.config.max_length}; shorten the text or the prompt audio"
+                f"prompt of {sequence.tokens.shape[0]} positions ({'text + voice' if voiced else 'text'}) leaves no "
+                f"room in the model's max_length {self.config.max_length}; shorten the text"
+                + (" or the prompt audio" if voiced else "")
             )
         return GenerationRequest(
             request_id=request_id or uuid.uuid4().hex,

@@ -40,6 +40,8 @@ def test_audio_accepts_batched_mono_and_rejects_bad_waveforms():
         inputs.audio("PROMPT_AUDIO", np.array([[0.1, np.nan, np.inf]], np.float32))
     with pytest.raises(InputError, match="1-D mono waveform"):
         inputs.audio("PROMPT_AUDIO", np.zeros((2, 3, 4), np.float32))
+    with pytest.raises(InputError, match=r"REFERENCE_AUDIO holds 2 samples outside \[-1, 1\] \(peak 3.277e\+04\)"):
+        inputs.audio("REFERENCE_AUDIO", np.array([0.5, -32768.0, 1.5, -1.0], np.float32))
 
 
 def _getter(**values):

@@ -131,6 +131,10 @@ def test_normalize_errors_name_the_tensor(v2, monkeypatch):
     with pytest.raises(InputError, match="NORMALIZE: text normalisation needs the packages wetext and inflect"):
         v2.prepare(_get(TEXT="3 apples", NORMALIZE=True))
     assert v2.prepare(_get(TEXT="3 apples"))["TOKENS"].size > 0, "without NORMALIZE the grammars are not needed"
+    # A text the grammars leave nothing of (wetext does so with emoji alone) says NORMALIZE did it.
+    monkeypatch.setattr(v2.frontend, "spoken_form", lambda text: "")
+    with pytest.raises(ValueError, match="text once normalised produced no tokens"):
+        v2.prepare(_get(TEXT="\U0001F600", NORMALIZE=True))
 
 
 @pytest.mark.parametrize(
@@ -141,6 +145,9 @@ def test_normalize_errors_name_the_tensor(v2, monkeypatch):
         ({"TEXT": "Hi.", "PROMPT_SAMPLE_RATE": RATE}, "PROMPT_SAMPLE_RATE was sent without PROMPT_AUDIO"),
         ({"TEXT": "Hi.", "PROMPT_AUDIO": AUDIO}, "PROMPT_SAMPLE_RATE is required with PROMPT_AUDIO"),
         ({"TEXT": "Hi.", "PROMPT_AUDIO": AUDIO, "PROMPT_SAMPLE_RATE": RATE, "PROMPT_TEXT": " "}, "PROMPT_TEXT is empty"),
+        ({"TEXT": "Hi.", "PROMPT_AUDIO": AUDIO, "PROMPT_SAMPLE_RATE": RATE, "PROMPT_TEXT": "w" * 4001},
+         r"PROMPT_TEXT has 4001 characters; allowed 1..4000"),
+        ({"TEXT": "word " * 600}, r"prompt of \d+ positions \(text\) leaves no room .*; shorten the text$"),
         ({"TEXT": "Hi.", "PROMPT_AUDIO": AUDIO[:100], "PROMPT_SAMPLE_RATE": RATE}, "PROMPT_AUDIO lasts 0.006 s"),
         ({"TEXT": "Hi.", "VOICE_ID": "x" * 200}, "allowed 1..128"),
         ({"TEXT": "Hi.", "REFERENCE_SAMPLE_RATE": RATE}, "REFERENCE_SAMPLE_RATE was sent without REFERENCE_AUDIO"),

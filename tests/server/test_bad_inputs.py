@@ -34,6 +34,10 @@ CASES = {
         build_inputs("Hello.", prompt_audio=np.array([0.1, np.nan, 0.2] * 1000, np.float32), prompt_sample_rate=16000),
         r"PROMPT_AUDIO holds 1000 non-finite samples",
     ),
+    "reference audio outside [-1, 1]": (
+        build_inputs("Hello.", prompt_audio=np.full(1600, 1e30, np.float32), prompt_sample_rate=16000),
+        r"PROMPT_AUDIO holds 1600 samples outside \[-1, 1\]",
+    ),
     "empty reference audio": (
         build_inputs("Hello.", prompt_audio=np.zeros(0, np.float32), prompt_sample_rate=16000),
         r"PROMPT_AUDIO is empty",

@@ -1,5 +1,6 @@
 """The vocoder model called on its own: a WINDOW without NEW_PATCHES returns one patch of audio, with
-NEW_PATCHES = k the last k patches, and a count the window cannot hold is an error response."""
+NEW_PATCHES = k the last k patches; a count the window cannot hold, or more than one window in a
+request, is an error response naming the tensor."""
 
 import numpy as np
 import pytest
@@ -30,10 +31,20 @@ def test_new_patches_select_how_much_audio_comes_back(triton_server):
     np.testing.assert_allclose(three[-SAMPLES_PER_PATCH:], one, rtol=0, atol=1e-5)
 
 
-@pytest.mark.parametrize("new_patches, message", [(0, r"new_patches\[0\] = 0; must be >= 1"),
-                                                  (6, r"has 5 patches for 6 new")])
-def test_a_count_the_window_cannot_hold_is_refused(triton_server, new_patches, message):
+@pytest.mark.parametrize("new_patches", [0, 6, 10**9])
+def test_a_count_the_window_cannot_hold_is_refused(triton_server, new_patches):
     window = np.zeros((5, PATCH, LATENT), np.float32)
+    message = rf"NEW_PATCHES = {new_patches}; allowed 1\.\.5 \(the patches of WINDOW\)"
     with pytest.raises(grpcclient.InferenceServerException, match=message):
         _infer(triton_server.grpc_url, window, new_patches)
     assert _infer(triton_server.grpc_url, window).shape == (SAMPLES_PER_PATCH,)  # still serving
+
+
+def test_a_request_of_two_windows_is_refused(triton_server):
+    # Each request is one window; a batch of two would otherwise come back as one window's audio.
+    windows = np.zeros((2, 5, PATCH, LATENT), np.float32)
+    tensor = grpcclient.InferInput("WINDOW", list(windows.shape), "FP32")
+    tensor.set_data_from_numpy(windows)
+    with grpcclient.InferenceServerClient(triton_server.grpc_url) as client:
+        with pytest.raises(grpcclient.InferenceServerException, match=r"WINDOW shape \(2, 5, 4, 16\); expected \[n, 4, 16\]"):
+            client.infer("vocoder", [tensor])

@@ -209,11 +209,11 @@ class WindowedVocoder:
             raise ValueError(
                 f"windows[{index}] shape {shape}; expected [n, {self.patch_size}, {self.audio_vae.latent_dim}]"
             )
-        if new < 1:
-            raise ValueError(f"new_patches[{index}] = {new}; must be >= 1")
-        if not new <= shape[0] <= self.window_patches - 1 + new:
+        if not 1 <= new <= shape[0]:
+            raise ValueError(f"new_patches[{index}] = {new}; allowed 1..{shape[0]} (the patches of windows[{index}])")
+        if shape[0] > self.window_patches - 1 + new:
             raise ValueError(f"windows[{index}] has {shape[0]} patches for {new} new; "
-                             f"allowed {new}..{self.window_patches - 1 + new}")
+                             f"at most {self.window_patches - 1 + new} (its left context is {self.window_patches - 1})")
 
     def _decode_trimmed(self, latents: torch.Tensor, new: int = 1) -> torch.Tensor:
         """Decoder.forward over [B, D, frames] keeping, before each layer, only the samples the `new`

@@ -64,7 +64,7 @@ def in_range(name: str, value: Number, low: float, high: float) -> Number:
 
 
 def audio(name: str, array: np.ndarray | None) -> np.ndarray | None:
-    """A mono float32 waveform from a [samples] (or [1, samples]) tensor; finite and non-empty."""
+    """A mono float32 waveform from a [samples] (or [1, samples]) tensor; non-empty, within [-1, 1]."""
     if array is None:
         return None
     wave = _squeeze_batch(name, np.asarray(array))
@@ -75,4 +75,9 @@ def audio(name: str, array: np.ndarray | None) -> np.ndarray | None:
     if not np.isfinite(wave).all():
         bad = int((~np.isfinite(wave)).sum())
         raise InputError(f"{name} holds {bad} non-finite samples (NaN or Inf)")
+    peak = float(np.abs(wave).max())
+    if peak > 1.0:
+        # Mis-scaled audio (int16 values sent as floats, say) would be encoded into a voice of noise.
+        outside = int((np.abs(wave) > 1.0).sum())
+        raise InputError(f"{name} holds {outside} samples outside [-1, 1] (peak {peak:.4g}); send PCM scaled into it")
     return np.ascontiguousarray(wave, dtype=np.float32)

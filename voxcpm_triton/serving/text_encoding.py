@@ -55,6 +55,8 @@ class TextEncoding:
         prompt = self._audio(get, "PROMPT")
         reference = self._audio(get, "REFERENCE")
         prompt_text = inputs.text("PROMPT_TEXT", get("PROMPT_TEXT"), required=False)
+        if prompt_text is not None and len(prompt_text) > MAX_TEXT_CHARS:
+            raise InputError(f"PROMPT_TEXT has {len(prompt_text)} characters; allowed 1..{MAX_TEXT_CHARS}")
         if prompt_text is not None and prompt is None:
             raise InputError(
                 "PROMPT_TEXT needs PROMPT_AUDIO (a registered VOICE_ID keeps the text it was registered with)"

@@ -47,7 +47,8 @@ class TritonPythonModel:
         windows, news = [], []
         for request in requests:
             window = pb_utils.get_input_tensor_by_name(request, "WINDOW").as_numpy()
-            windows.append(window[0] if window.ndim == 4 else window)
+            # A request holds one window: [1, n, P, D]. Any other batch stays 4-D, which decode refuses.
+            windows.append(window[0] if window.ndim == 4 and len(window) == 1 else window)
             new = pb_utils.get_input_tensor_by_name(request, "NEW_PATCHES")  # Triton checked its shape [1]
             news.append(1 if new is None else int(new.as_numpy().reshape(-1)[0]))
         try:
@@ -65,7 +66,9 @@ class TritonPythonModel:
         try:
             return self._response(self.vocoder.decode([window], [new])[0])
         except ValueError as exc:
-            return pb_utils.InferenceResponse(error=pb_utils.TritonError(f"WINDOW: {exc}"))
+            # decode names its arguments windows[i] and new_patches[i]; here they are this request's tensors.
+            message = str(exc).replace("windows[0]", "WINDOW").replace("new_patches[0]", "NEW_PATCHES")
+            return pb_utils.InferenceResponse(error=pb_utils.TritonError(message))
 
     def _response(self, chunk):
         return pb_utils.InferenceResponse(
