@@ -79,13 +79,24 @@ def test_cancel_through_the_ensemble_frees_the_slot_at_once(triton_server):
     assert audio.size > 0
 
 
-def test_empty_cancel_id_is_an_error(triton_server):
+def _cancel_error(url: str, cancel_id: bytes, beside: list[grpcclient.InferInput]) -> str:
     replies: queue.Queue = queue.Queue()
-    client = grpcclient.InferenceServerClient(triton_server.grpc_url)
+    client = grpcclient.InferenceServerClient(url)
     client.start_stream(callback=lambda result, error: replies.put((result, error)))
     tensor = grpcclient.InferInput("CANCEL_ID", [1, 1], "BYTES")
-    tensor.set_data_from_numpy(np.array([[b""]], dtype=object))
-    client.async_stream_infer("ar_decoder", [tensor])
+    tensor.set_data_from_numpy(np.array([[cancel_id]], dtype=object))
+    client.async_stream_infer("ar_decoder", [tensor, *beside])
     _, error = replies.get(timeout=30)
     client.stop_stream()
-    assert "CANCEL_ID is empty" in str(error)
+    return str(error)
+
+
+def test_empty_cancel_id_is_an_error(triton_server):
+    assert "CANCEL_ID is empty" in _cancel_error(triton_server.grpc_url, b"", [])
+
+
+def test_cancel_id_with_a_stream_is_an_error(triton_server):
+    stream = _decoder_inputs(triton_server.grpc_url, "Both at once.", 5)
+    error = _cancel_error(triton_server.grpc_url, b"some-stream", stream)
+    assert "CANCEL_ID comes alone (it ends a stream); this request also holds TOKENS" in error, error
+    assert triton_server.wait_idle() == 0

@@ -172,7 +172,12 @@ class TritonPythonModel:
         for request in requests:
             cancel_id = pb_utils.get_input_tensor_by_name(request, "CANCEL_ID")
             if cancel_id is not None:
-                self._cancel(cancel_id.as_numpy(), _ResponseSink(request.get_response_sender(), self.window_counter))
+                sink = _ResponseSink(request.get_response_sender(), self.window_counter)
+                beside = [name for name in WIRE_DTYPES if pb_utils.get_input_tensor_by_name(request, name) is not None]
+                if beside:  # neither a cancel nor a stream can be what was meant
+                    sink.fail(f"CANCEL_ID comes alone (it ends a stream); this request also holds {', '.join(beside)}")
+                else:
+                    self._cancel(cancel_id.as_numpy(), sink)
                 continue
             sink = _ResponseSink(request.get_response_sender(), self.window_counter,
                                  StreamWatch(self.acks, request.request_id()))
