@@ -111,6 +111,31 @@ def test_a_stream_never_acknowledged_is_never_abandoned(boards, clock):
     assert not watch.abandoned()
 
 
+def test_a_stream_through_the_text_encoder_never_acknowledged_is_abandoned(boards, clock):
+    # Its client left while it queued for a slot: the ensemble forwards none of its windows.
+    _, decoder = boards
+    encoder = AckBoard(decoder.path, clock)
+    encoder.track("stream")  # the text_encoder prepared it
+    watch = watch_sending(decoder, clock, window_acks.ABANDONED_WINDOWS)
+    assert watch.expects_acks
+    clock.now += window_acks.ABANDONED_AFTER_S + 0.1
+    assert not watch.abandoned()  # first sight: only suspected
+    clock.now += window_acks.CONFIRM_S
+    assert watch.abandoned()
+    encoder.close()
+
+
+def test_a_stream_whose_cell_was_lost_is_not_abandoned(boards, clock):
+    _, decoder = boards
+    encoder = AckBoard(decoder.path, clock)
+    encoder.track("stream")
+    watch = watch_sending(decoder, clock, 10)
+    encoder.forget("stream")  # as a racing write or a reused id could
+    clock.now += 3600
+    assert not watch.abandoned() and not watch.abandoned()
+    encoder.close()
+
+
 def test_a_stream_whose_windows_keep_being_decoded_is_not_abandoned(boards, clock):
     vocoder, decoder = boards
     watch = watch_sending(decoder, clock, 0)

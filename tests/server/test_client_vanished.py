@@ -1,8 +1,9 @@
 """A `voxcpm` stream whose client goes away without a CANCEL_ID (killed, or a plain gRPC
-cancellation) frees its decoder slot within seconds. Triton 2.51 stops forwarding the ensemble's
-windows to the vocoder but never tells the decoder; the vocoder's per-stream stamps
-(voxcpm_triton/serving/window_acks.py) are how the decoder learns it. Before them such a stream held
-its slot to its length limit (14.6 s here, perf/RESULTS.md run 58)."""
+cancellation) frees its decoder slot within seconds, also when it left while the stream still
+queued for a slot. Triton 2.51 stops forwarding the ensemble's windows to the vocoder but never
+tells the decoder; the vocoder's per-stream stamps (voxcpm_triton/serving/window_acks.py) are how
+the decoder learns it. Before them such a stream held its slot to its length limit (14.6 s here,
+perf/RESULTS.md run 58)."""
 
 from __future__ import annotations
 
@@ -17,6 +18,7 @@ import pytest
 import tritonclient.grpc as grpcclient
 
 from client.streaming import VoxCPMClient, build_inputs
+from conftest import server_with_decoder_config
 from tritonserver_process import REPO
 
 pytestmark = pytest.mark.server
@@ -75,3 +77,27 @@ def test_a_plain_grpc_cancellation_frees_its_slot(triton_server):
     cancelled = time.monotonic()
     assert freed_after(triton_server, cancelled) < FREED_WITHIN_S
     assert f"ending stream '{request_id}'" in triton_server.log(), "not ended as abandoned"
+
+
+@pytest.fixture(scope="module")
+def one_slot_server(tiny_checkpoint, tmp_path_factory):
+    yield from server_with_decoder_config(tiny_checkpoint, tmp_path_factory.mktemp("one-slot"),
+                                          'key: "max_slots" value: { string_value: "16" }',
+                                          'key: "max_slots" value: { string_value: "1" }')
+
+
+def test_a_stream_whose_client_left_while_it_queued_is_ended_once_admitted(one_slot_server):
+    # None of its windows is ever decoded, unlike the streams above, whose first ones were.
+    holder = VoxCPMClient(one_slot_server.grpc_url).stream(LONG_TEXT, max_seconds=600, seed=6, timesteps=TIMESTEPS)
+    next(holder)  # holds the only slot
+    client = grpcclient.InferenceServerClient(one_slot_server.grpc_url)
+    client.start_stream(callback=lambda result, error: None)
+    request_id = uuid.uuid4().hex
+    client.async_stream_infer("voxcpm", build_inputs(LONG_TEXT, max_seconds=600, seed=7, timesteps=TIMESTEPS),
+                              request_id=request_id)
+    time.sleep(2.0)  # through the text_encoder, into the decoder's queue
+    client.stop_stream(cancel_requests=True)
+    holder.close()  # ends the holder with a CANCEL_ID: the queued stream takes the slot
+    admitted = time.monotonic()
+    assert freed_after(one_slot_server, admitted) < FREED_WITHIN_S
+    assert f"ending stream '{request_id}'" in one_slot_server.log(), "not ended as abandoned"

@@ -7,15 +7,18 @@ request already streaming is never told: its response sender still reports "not 
 sends succeed. Without this the stream held its decoder slot to its length limit (14.6 s on the tiny
 checkpoint, perf/RESULTS.md run 58; minutes for a long text on a real one).
 
-A decoder stream opens a cell for its Triton request id as it sends its first window (`AckBoard.track`;
-not on arrival: a stream queued past STALE_AFTER_S would have lost the cell) and frees it when it
-ends (`forget`). Each vocoder process stamps in that cell how many windows of the id it
-decoded and when (`AckBoard.ack`); a window of an id with no cell (its stream has ended, the last
-windows were still in flight) is not counted, so an ended stream's cell does not come back to hold
-a place in the table. A decoder stream whose windows have been decoded before, and whose last
-`ABANDONED_WINDOWS` or more windows sent have gone `ABANDONED_AFTER_S` without one decoded, is taken
-as abandoned (`StreamWatch`); its engine slot is freed. A stream never acknowledged at all (sent to
-ar_decoder directly, or still waiting for its first window) is never ended this way.
+The text_encoder opens a cell for the Triton request id of each `voxcpm` request it prepares
+(`AckBoard.track`), so a decoder stream that finds a cell as it arrives knows its windows go on to a
+vocoder. The stream opens the cell again as it sends its first window, in case it queued past
+STALE_AFTER_S and lost it, and frees it when it ends (`forget`). Each vocoder process stamps in that
+cell how many windows of the id it decoded and when (`AckBoard.ack`); a window of an id with no cell
+(its stream has ended, the last windows were still in flight) is not counted, so an ended stream's
+cell does not come back to hold a place in the table. A decoder stream whose last
+`ABANDONED_WINDOWS` or more windows sent have gone `ABANDONED_AFTER_S` without one decoded is taken
+as abandoned (`StreamWatch`) and its engine slot freed: one whose windows were decoded before, or
+one that came through the text_encoder and none of whose windows ever was (its client left while it
+queued for a slot). A stream sent to ar_decoder directly, or without a request id, is never ended
+this way.
 
 The table lives in one tmpfs file: `CELLS` cells of (id key, windows decoded, monotonic time),
 open-addressed by the key. Vocoder processes write it without a lock. A write that races another
@@ -115,6 +118,10 @@ class AckBoard:
             count = _CELL.unpack_from(self._map, index * _CELL.size)[1]
             _CELL.pack_into(self._map, index * _CELL.size, key, count + windows, self._clock())
 
+    def tracked(self, request_id: str) -> bool:
+        """Whether `request_id` has a cell."""
+        return bool(request_id) and self._find(request_id)[1] is not None
+
     def decoded(self, request_id: str) -> tuple[int, float] | None:
         """(windows decoded, monotonic time of the last) for `request_id`, None if never stamped."""
         if not request_id:
@@ -150,10 +157,14 @@ class StreamWatch:
         self.windows_sent = 0
         self._clock = clock
         self._suspect_since: float | None = None
+        # Made on arrival, right after the text_encoder opened the cell: a vocoder will stamp it.
+        self.expects_acks = board.tracked(request_id)
+        self._first_sent = 0.0
 
     def sent(self) -> None:
         if self.windows_sent == 0:
             self.board.track(self.request_id)
+            self._first_sent = self._clock()
         self.windows_sent += 1
 
     def ended(self) -> None:
@@ -165,8 +176,11 @@ class StreamWatch:
             return False
         record = self.board.decoded(self.request_id)
         now = self._clock()
-        behind = record is not None and (self.windows_sent - record[0] >= ABANDONED_WINDOWS
-                                          and now - record[1] > ABANDONED_AFTER_S)
+        if record is None:  # a lost cell is not a lost client: only an open cell with no stamp counts
+            behind = (self.expects_acks and now - self._first_sent > ABANDONED_AFTER_S
+                      and self.board.tracked(self.request_id))
+        else:
+            behind = self.windows_sent - record[0] >= ABANDONED_WINDOWS and now - record[1] > ABANDONED_AFTER_S
         if not behind:
             self._suspect_since = None
             return False

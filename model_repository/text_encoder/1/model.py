@@ -11,6 +11,7 @@ from voxcpm_triton.frontend import Frontend
 from voxcpm_triton.serving import model_settings
 from voxcpm_triton.serving.orphan_guard import exit_with_server
 from voxcpm_triton.serving.text_encoding import TextEncoding
+from voxcpm_triton.serving.window_acks import AckBoard, board_path
 from voxcpm_triton.voice_cache import VoiceCache, latent_space_key, voices_folder
 
 
@@ -28,6 +29,8 @@ class TritonPythonModel:
         voices = VoiceCache(voice_folder, capacity, owned=voice_folder == voices_folder(server),
                             latent_space=latent_space_key(vae))
         self.encoding = TextEncoding(Frontend(loaded), voices, seconds_per_patch)
+        # Marks each prepared request as one whose windows a vocoder will acknowledge (window_acks).
+        self.acks = AckBoard(board_path(server))
         pb_utils.Logger.log_info(f"text_encoder: checkpoint {folder} on {device}, voices in {voice_folder}")
 
     def execute(self, requests: list[pb_utils.InferenceRequest]) -> list[pb_utils.InferenceResponse]:
@@ -35,6 +38,7 @@ class TritonPythonModel:
 
     def finalize(self) -> None:
         self.encoding.voices.close()
+        self.acks.close()
 
     def _respond(self, request):
         def get(name):
@@ -51,4 +55,5 @@ class TritonPythonModel:
             return pb_utils.InferenceResponse(
                 error=pb_utils.TritonError(f"text_encoder could not prepare this request: {type(exc).__name__}: {exc}")
             )
+        self.acks.track(request.request_id())
         return pb_utils.InferenceResponse([pb_utils.Tensor(name, value) for name, value in arrays.items()])
