@@ -160,6 +160,12 @@ class TritonServer:
             except subprocess.TimeoutExpired:
                 self.process.kill()
                 self.process.wait(timeout=10)
+        # The model processes follow the server out (orphan_guard) a moment later; until then they
+        # map its shared memory (build/tritonserver.sh names it after the server's pid), which
+        # would stay behind.
+        prefix, deadline = f"voxcpm_{self.process.pid}_", time.monotonic() + 10.0
+        while any(name.startswith(prefix) for name in live_shm_names()) and time.monotonic() < deadline:
+            time.sleep(0.2)
         clean_stale_shm()
 
 
