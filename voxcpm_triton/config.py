@@ -482,6 +482,6 @@ def load_config(folder: str | Path) -> ModelConfig:
     with path.open("r", encoding="utf-8") as handle:
         try:
             raw = json.load(handle)
-        except json.JSONDecodeError as exc:
+        except (json.JSONDecodeError, UnicodeDecodeError) as exc:
             raise ConfigError(f"{path}: not valid JSON ({exc})") from exc
     return parse_config(raw)

@@ -1,6 +1,7 @@
 """load_checkpoint: good tiny checkpoints of every variant load; a missing, extra, mis-shaped or
 mis-typed tensor (model or AudioVAE file) fails with the tensor's name in the message; alternative file
-formats (pytorch_model.bin, audiovae.safetensors) load the same weights."""
+formats (pytorch_model.bin, audiovae.safetensors) load the same weights; a file that cannot be read
+(truncated, not JSON, pickled code) fails with the file's name."""
 
 from __future__ import annotations
 
@@ -163,4 +164,26 @@ def test_missing_files_are_reported(checkpoints: dict[str, Path], tmp_path: Path
     folder = _copy(checkpoints["voxcpm1.5"], tmp_path)
     (folder / missing).unlink()
     with pytest.raises((CheckpointError, FileNotFoundError), match=message):
+        load_checkpoint(folder)
+
+
+class _RunsCode:
+    def __reduce__(self):
+        return (print, ("a checkpoint must not run code",))
+
+
+@pytest.mark.parametrize("damage, message", [
+    (lambda folder: (folder / "model.safetensors").write_bytes((folder / "model.safetensors").read_bytes()[:1000]),
+     r"model\.safetensors: cannot be read as a tensor file \(truncated or not one\?\)"),
+    (lambda folder: (folder / "audiovae.pth").write_bytes(b""), r"audiovae\.pth: cannot be read as a tensor file"),
+    (lambda folder: torch.save({"state_dict": {"x": _RunsCode()}}, folder / "audiovae.pth"),
+     r"audiovae\.pth: holds objects other than tensors"),
+    (lambda folder: (folder / "config.json").write_bytes(b"\xff\xfe garbage"), r"config\.json: not valid JSON"),
+    (lambda folder: (folder / "tokenizer.json").write_text("{bad"), r"tokenizer\.json: not a tokenizer file"),
+    (lambda folder: (folder / "tokenizer_config.json").write_text("[1]"), r"tokenizer_config\.json: expected a JSON object"),
+])
+def test_unreadable_files_are_named(checkpoints: dict[str, Path], tmp_path: Path, damage, message: str) -> None:
+    folder = _copy(checkpoints["voxcpm2"], tmp_path)
+    damage(folder)
+    with pytest.raises(ValueError, match=message):
         load_checkpoint(folder)

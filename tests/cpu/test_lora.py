@@ -106,6 +106,13 @@ def test_a_folder_without_config_takes_the_reference_defaults(tmp_path, v2_state
      "layers.9.self_attn.q_proj (no layer"),
     (lambda s: _pair(s, Q, 4), {"enable_lm": True, "r": 4, "use_dora": True}, "fields this loader does not know: ['use_dora']"),
     (lambda s: _pair(s, Q, 4), {"enable_lm": True, "r": "4"}, "r must be a positive integer and alpha a number"),
+    (lambda s: _pair(s, Q, 4), {"enable_lm": "false", "r": 4}, "enable_lm must be true or false, got 'false'"),
+    (lambda s: _pair(s, Q, 4), {"enable_lm": True, "r": 4, "target_modules_lm": "xq_proj"},
+     "target_modules_lm must be a list of module names, got 'xq_proj'"),
+    (lambda s: {"base_lm.norm.lora_A": torch.randn(4, 8), "base_lm.norm.lora_B": torch.randn(8, 4)},
+     {"enable_lm": True, "r": 4, "target_modules_lm": ["norm"]}, "base_lm.norm (its weight"),
+    (lambda s: {k: v.to(torch.int8) for k, v in _pair(s, Q, 4).items()}, {"enable_lm": True, "r": 4},
+     "lora_A torch.int8, lora_B torch.int8: not floating point"),
 ])
 def test_an_adapter_that_does_not_fit_is_refused(tmp_path, v2_state, pairs, settings, message):
     with pytest.raises(CheckpointError, match=re.escape(message)):

@@ -78,6 +78,13 @@ def read_settings(folder: Path, is_v2: bool) -> LoraSettings:
         # A field added by a later VoxCPM could change what the weights mean: refuse, do not guess.
         raise CheckpointError(f"{path}: 'lora_config' has fields this loader does not know: {unknown}; "
                               f"known: {sorted(known)}")
+    # Checked before use: a string "false" is truthy, and a string of names would match by substring.
+    for name in ("enable_lm", "enable_dit", "enable_proj"):
+        if name in raw and not isinstance(raw[name], bool):
+            raise CheckpointError(f"{path}: {name} must be true or false, got {raw[name]!r}")
+    for name in ("target_modules_lm", "target_modules_dit", "target_proj_modules"):
+        if name in raw and not (isinstance(raw[name], list) and all(isinstance(v, str) for v in raw[name])):
+            raise CheckpointError(f"{path}: {name} must be a list of module names, got {raw[name]!r}")
     settings = replace(defaults, **{k: tuple(v) if isinstance(v, list) else v for k, v in raw.items()})
     if isinstance(settings.r, bool) or not isinstance(settings.r, int) or settings.r < 1 \
             or not isinstance(settings.alpha, (int, float)):
@@ -101,6 +108,10 @@ def merge_lora(state: dict[str, torch.Tensor], folder: str | Path, is_v2: bool) 
             problems.append(f"{layer} (only one of lora_A and lora_B)")
         elif weight is None or not settings.adapts(layer):
             problems.append(f"{layer} (no layer of this model that lora_config.json adapts)")
+        elif weight.ndim != 2:
+            problems.append(f"{layer} (its weight {tuple(weight.shape)} is not a Linear layer's)")
+        elif not (down.is_floating_point() and up.is_floating_point()):
+            problems.append(f"{layer} (lora_A {down.dtype}, lora_B {up.dtype}: not floating point)")
         elif down.shape != (settings.r, weight.shape[1]) or up.shape != (weight.shape[0], settings.r):
             problems.append(f"{layer} (lora_A {tuple(down.shape)}, lora_B {tuple(up.shape)} for a weight "
                             f"{tuple(weight.shape)} at r={settings.r})")

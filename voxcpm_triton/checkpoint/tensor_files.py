@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import pickle
 from pathlib import Path
 
 import torch
@@ -20,10 +21,17 @@ def first_existing(folder: Path, names: tuple[str, ...], what: str) -> Path:
 
 
 def read_tensors(path: Path, device: torch.device | str) -> dict[str, torch.Tensor]:
-    if path.suffix == ".safetensors":
-        return load_file(str(path), device=str(device))
-    # weights_only: a checkpoint must not be able to run code at load time.
-    payload = torch.load(path, map_location=device, weights_only=True)
+    try:
+        if path.suffix == ".safetensors":
+            return load_file(str(path), device=str(device))
+        # weights_only: a checkpoint must not be able to run code at load time.
+        payload = torch.load(path, map_location=device, weights_only=True)
+    except pickle.UnpicklingError:
+        raise CheckpointError(f"{path}: holds objects other than tensors, which are not loaded (they could run "
+                              "code); save its state dict of tensors alone") from None
+    except Exception as exc:  # the libraries' errors for a truncated or foreign file name no file
+        raise CheckpointError(f"{path}: cannot be read as a tensor file (truncated or not one?): "
+                              f"{type(exc).__name__}: {exc}") from exc
     if isinstance(payload, dict) and isinstance(payload.get("state_dict"), dict):
         payload = payload["state_dict"]
     if not isinstance(payload, dict) or not all(isinstance(v, torch.Tensor) for v in payload.values()):

@@ -27,7 +27,15 @@ def _token_content(value: object) -> str | None:
 
 
 def _read_json(path: Path) -> dict:
-    return json.loads(path.read_text(encoding="utf-8")) if path.is_file() else {}
+    if not path.is_file():
+        return {}
+    try:
+        value = json.loads(path.read_text(encoding="utf-8"))
+    except (json.JSONDecodeError, UnicodeDecodeError) as exc:
+        raise ValueError(f"{path}: not valid JSON ({exc})") from exc
+    if not isinstance(value, dict):
+        raise ValueError(f"{path}: expected a JSON object, got a {type(value).__name__}")
+    return value
 
 
 def _added_token(content: str, entry: dict, special: bool) -> AddedToken:
@@ -39,6 +47,8 @@ def _added_token(content: str, entry: dict, special: bool) -> AddedToken:
 def _add_configured_tokens(tokenizer: Tokenizer, added: dict[str, dict]) -> None:
     """Tokens listed in tokenizer_config.json but absent from tokenizer.json: transformers appends
     them at load time, so do the same (ids in the order of their configured ids)."""
+    if not all(isinstance(key, str) and key.isdigit() for key in added):
+        raise ValueError(f"tokenizer_config.json: the keys of added_tokens_decoder are token ids; got {sorted(added)}")
     for token_id, entry in sorted(added.items(), key=lambda item: int(item[0])):
         content = entry["content"]
         if tokenizer.token_to_id(content) is not None:
@@ -102,7 +112,10 @@ class TextTokenizer:
         path = folder / "tokenizer.json"
         if not path.is_file():
             raise FileNotFoundError(f"no tokenizer.json in checkpoint folder {str(folder)!r}")
-        tokenizer = Tokenizer.from_file(str(path))
+        try:
+            tokenizer = Tokenizer.from_file(str(path))
+        except Exception as exc:  # the tokenizers library's errors name no file
+            raise ValueError(f"{path}: not a tokenizer file the tokenizers library reads ({exc})") from exc
         config = _read_json(folder / "tokenizer_config.json")
         _add_configured_tokens(tokenizer, config.get("added_tokens_decoder") or {})
         specials = _configured_specials(config, _read_json(folder / "special_tokens_map.json"))
