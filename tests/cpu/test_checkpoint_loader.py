@@ -138,7 +138,7 @@ def test_vae_problems_are_named(checkpoints: dict[str, Path], tmp_path: Path) ->
     with pytest.raises(CheckpointError) as error:
         load_checkpoint(folder)
     message = str(error.value)
-    assert message.startswith("audiovae.pth")
+    assert message.startswith(f"{folder / 'audiovae.pth'} does not match config.json")
     assert "missing tensors: decoder.sr_cond_model.2.scale_embed.weight" in message
     assert "encoder.fc_mu.weight_v (file (1, 2, 3)" in message
 

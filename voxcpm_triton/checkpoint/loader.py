@@ -40,7 +40,7 @@ def _load_model(folder: Path, config: ModelConfig, dtype: torch.dtype, device: t
     model_state = read_tensors(model_path, device)
     with torch.device(device):
         model = build_model(config)
-    check_tensors(model_path.name, model.state_dict(), model_state)
+    check_tensors(str(model_path), model.state_dict(), model_state)
     if lora is not None:
         merge_lora(model_state, lora, config.is_v2)
     model.to(dtype)
@@ -64,7 +64,7 @@ def load_checkpoint(folder: str | Path, dtype: torch.dtype = torch.float32, devi
     vae_path = first_existing(folder, _VAE_FILES, "AudioVAE weights")
     vae_state = read_tensors(vae_path, "cpu")
     audio_vae = build_audio_vae(config)
-    check_tensors(vae_path.name, audio_vae.state_dict(), vae_state)
+    check_tensors(str(vae_path), audio_vae.state_dict(), vae_state)
     audio_vae.load_state_dict(vae_state, strict=True)
     # The VAE stays fp32 whatever the LM dtype (as in the reference): its output is the waveform.
     audio_vae = audio_vae.fold_weight_norm().to(device=device, dtype=torch.float32)

@@ -47,8 +47,9 @@ def checkpoint_folder(parameters: dict[str, str], model_folder: str) -> Path:
         raise ValueError(f"no checkpoint: set {CHECKPOINT_ENV} or the 'checkpoint' parameter in config.pbtxt")
     path = _in_repository(setting, model_folder)
     if not (path / "config.json").is_file():
+        what = "has no config.json" if path.is_dir() else "does not exist"
         raise ValueError(
-            f"checkpoint folder {path} has no config.json (from {CHECKPOINT_ENV} or the 'checkpoint' "
+            f"checkpoint folder {path} {what} (from {CHECKPOINT_ENV} or the 'checkpoint' "
             "parameter); make the demo one with build/setup.sh or point the setting at a VoxCPM folder"
         )
     return path.resolve()
