@@ -11,6 +11,7 @@ so concurrent generate() calls from several threads share batched steps.
 from __future__ import annotations
 
 import itertools
+import numbers
 import queue
 import threading
 from collections.abc import Iterator, Sequence
@@ -74,7 +75,10 @@ def _resolve_devices(devices: DeviceSpec) -> list[torch.device]:
         devices = [devices]
     resolved = []
     for device in devices:
-        device = torch.device(f"cuda:{device}" if isinstance(device, int) else device)
+        try:
+            device = torch.device(f"cuda:{device}" if isinstance(device, int) else device)
+        except (RuntimeError, TypeError) as exc:
+            raise ValueError(f"devices={devices!r}: {exc}") from None
         if device.type == "cuda" and not torch.cuda.is_available():
             raise ValueError(f"devices={devices!r}: CUDA is not available on this machine")
         resolved.append(device)
@@ -96,16 +100,46 @@ def _resolve_dtype(dtype: str | torch.dtype | None, config_dtype: str, device: t
 
 def _read_audio(audio: AudioInput, sample_rate: int | None, name: str) -> tuple[np.ndarray | None, int | None]:
     """A path (read with soundfile, channels averaged) or an array with its rate -> (mono, rate)."""
+    rate_name = name.replace("wav", "sample_rate")
     if audio is None:
+        if sample_rate is not None:
+            raise ValueError(f"{rate_name} was given without {name}")
         return None, None
     if isinstance(audio, (str, Path)):
         import soundfile
 
-        samples, file_rate = soundfile.read(str(audio), dtype="float32", always_2d=True)
-        return samples.mean(axis=1), int(file_rate)
+        if sample_rate is not None:
+            raise ValueError(f"{rate_name} is for an array; the file {str(audio)!r} gives its own rate")
+        try:
+            samples, file_rate = soundfile.read(str(audio), dtype="float32", always_2d=True)
+        except (OSError, RuntimeError) as exc:  # soundfile's LibsndfileError is a RuntimeError
+            raise ValueError(f"{name}: cannot read {str(audio)!r} as a sound file ({exc})") from None
+        return _within_unit_range(name, samples.mean(axis=1)), int(file_rate)
     if sample_rate is None:
-        raise ValueError(f"{name} is an array: pass its sample rate ({name.replace('wav', 'sample_rate')})")
-    return np.asarray(audio, dtype=np.float32), sample_rate
+        raise ValueError(f"{name} is an array: pass its sample rate ({rate_name})")
+    return _within_unit_range(name, np.asarray(audio, dtype=np.float32)), _integer(rate_name, sample_rate)
+
+
+def _within_unit_range(name: str, samples: np.ndarray) -> np.ndarray:
+    """As the server refuses it (serving.inputs.audio): mis-scaled audio, int16 values as floats
+    say, would be encoded into a voice of noise."""
+    peak = float(np.abs(samples).max()) if samples.size and np.isfinite(samples).all() else 0.0
+    if peak > 1.0:
+        raise ValueError(f"{name} holds samples outside [-1, 1] (peak {peak:.4g}); pass PCM scaled into it")
+    return samples
+
+
+def _integer(name: str, value: object) -> int:
+    """`value` as an int (numpy's integers too); a float, a bool or a string is a TypeError."""
+    if isinstance(value, bool) or not isinstance(value, numbers.Integral):
+        raise TypeError(f"{name} must be an integer, got {value!r}")
+    return int(value)
+
+
+def _real(name: str, value: object) -> float:
+    if isinstance(value, bool) or not isinstance(value, numbers.Real):
+        raise TypeError(f"{name} must be a number, got {value!r}")
+    return float(value)
 
 
 class VoxCPM:
@@ -122,10 +156,11 @@ class VoxCPM:
         `lora`: a LoRA adapter folder from VoxCPM's fine-tuning, merged into the weights."""
         engines = []
         config = load_config(path)
+        context = config.max_length if max_context is None else _integer("max_context", max_context)
         for device in _resolve_devices(devices):
             checkpoint = load_checkpoint(path, dtype=_resolve_dtype(dtype, config.dtype, device), device=device,
                                          lora=lora)
-            engines.append(_Device(checkpoint, device, max_slots, max_context or config.max_length))
+            engines.append(_Device(checkpoint, device, max_slots, context))
         return cls(engines)
 
     @property
@@ -155,13 +190,18 @@ class VoxCPM:
         device = self._pick()
         prompt_audio, prompt_rate = _read_audio(prompt_wav, prompt_sample_rate, "prompt_wav")
         reference_audio, reference_rate = _read_audio(reference_wav, reference_sample_rate, "reference_wav")
+        if prompt_text is not None and not isinstance(prompt_text, str):
+            raise TypeError(f"prompt_text must be a str, got {type(prompt_text).__name__}")
         with self._lock:
             request_id = f"api-{next(self._ids)}"
         request = device.frontend.prepare(
             target_text, prompt_audio=prompt_audio, prompt_sample_rate=prompt_rate, prompt_text=prompt_text,
             reference_audio=reference_audio, reference_sample_rate=reference_rate, request_id=request_id,
-            min_len=min_len, max_len=max_len, cfg_value=cfg_value, timesteps=inference_timesteps, seed=seed,
-            normalize=normalize)
+            min_len=_integer("min_len", min_len),
+            max_len=None if max_len is None else _integer("max_len", max_len),
+            cfg_value=_real("cfg_value", cfg_value), timesteps=_integer("inference_timesteps", inference_timesteps),
+            seed=_integer("seed", seed), normalize=normalize)
+        device.engine.check(request)  # a ValueError here, not a failed stream
         sink = _QueueSink()
         device.loop.submit(request, sink)
         try:

@@ -55,6 +55,12 @@ class Frontend:
                 normalize: bool = False) -> GenerationRequest:
         if not isinstance(text, str) or not text.strip():
             raise ValueError("text must be a non-empty string")
+        for name, value in (("text", text), ("prompt_text", prompt_text)):
+            if isinstance(value, str) and not value.isascii():
+                try:
+                    value.encode("utf-8")
+                except UnicodeEncodeError as exc:  # a lone surrogate, which no tokenizer takes
+                    raise ValueError(f"{name} is not valid Unicode ({exc.reason} at {exc.start})") from None
         if len(text) > MAX_TEXT_CHARS:
             raise ValueError(f"text has {len(text)} characters; at most {MAX_TEXT_CHARS} are accepted")
         prompt = self._voice(prompt_audio, prompt_sample_rate, prompt_latents, "left", "prompt_audio")

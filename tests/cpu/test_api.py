@@ -81,11 +81,42 @@ def test_stopping_early_frees_the_slot(tts):
     assert engine.live_slots == 0
 
 
-def test_bad_inputs_are_reported(tts):
+def test_bad_inputs_are_reported(tts, tmp_path):
     with pytest.raises(ValueError, match="text"):
         list(tts.generate("   "))
     with pytest.raises(ValueError, match="sample rate"):
         list(tts.generate(TEXT, prompt_wav=np.zeros(1000, np.float32), prompt_text="hi"))
+
+
+@pytest.mark.parametrize("options, error, message", [
+    ({"cfg_value": "2"}, TypeError, "cfg_value must be a number, got '2'"),
+    ({"inference_timesteps": 2.5}, TypeError, "inference_timesteps must be an integer, got 2.5"),
+    ({"seed": 1.5}, TypeError, "seed must be an integer"),
+    ({"max_len": float("nan")}, TypeError, "max_len must be an integer"),
+    ({"prompt_text": 5, "prompt_wav": np.zeros(8000, np.float32), "prompt_sample_rate": 16000}, TypeError,
+     "prompt_text must be a str"),
+    ({"cfg_value": -1.0}, ValueError, r"cfg_value must be in \[0, 20\], got -1.0"),
+    ({"inference_timesteps": 0}, ValueError, r"timesteps must be in \[1, 100\]"),
+    ({"seed": -1}, ValueError, r"seed must be in \[0, 2\*\*63\)"),
+    ({"max_len": 0}, ValueError, "max_len must be >= 1"),
+    ({"prompt_wav": "/no/such.wav", "prompt_text": "hi"}, ValueError, "prompt_wav: cannot read '/no/such.wav'"),
+    ({"prompt_wav": np.full(8000, 1e6, np.float32), "prompt_sample_rate": 16000, "prompt_text": "hi"}, ValueError,
+     r"prompt_wav holds samples outside \[-1, 1\]"),
+    ({"prompt_sample_rate": 16000}, ValueError, "prompt_sample_rate was given without prompt_wav"),
+])
+def test_bad_arguments_are_named_and_hold_no_slot(tts, options, error, message):
+    with pytest.raises(error, match=message):
+        next(tts.generate(TEXT, **options))
+    assert tts._devices[0].loop.live_streams == 0
+
+
+def test_numpy_integers_and_a_file_with_a_rate_given(tts, tmp_path):
+    first = next(tts.generate(TEXT, seed=np.int64(3), inference_timesteps=np.int32(2)))
+    assert first.size > 0
+    with pytest.raises(ValueError, match="prompt_sample_rate is for an array"):
+        next(tts.generate(TEXT, prompt_wav=prompt_wav(tmp_path, tts), prompt_text="hi", prompt_sample_rate=44100))
+    with pytest.raises(ValueError, match="text is not valid Unicode"):
+        next(tts.generate("ab\ud800cd"))
 
 
 def _reference_model(checkpoint):

@@ -195,6 +195,13 @@ def test_bad_request_fails_its_stream_only(model):
     assert bad_sink.ended.wait(10) and good_sink.ended.wait(60)
     assert bad_sink.endings[0].startswith("fail: tokens must lie in")
     assert good_sink.endings == ["finish"]
+    # A request the engine cannot even compare (a string for an int) fails too, and stays no stream.
+    odd = _request(model, "odd", [5], 3, seed=0)
+    odd.timesteps = "10"
+    odd_sink = ListSink()
+    loop.submit(odd, odd_sink)
+    assert odd_sink.ended.wait(10) and odd_sink.endings[0].startswith("fail: TypeError: ")
+    assert loop.stream_ids() == []
     loop.stop()
 
 

@@ -60,9 +60,13 @@ class Engine:
         self._lock = threading.Lock()
         self._step_lock = threading.Lock()
 
+    def check(self, request: GenerationRequest) -> None:
+        """Raise ValueError if this engine cannot run `request`, naming the field."""
+        request.validate(self.config.patch_size, self.config.feat_dim, self.config.lm.vocab_size, self.max_context)
+
     def submit(self, request: GenerationRequest) -> None:
         """Queue a request; it joins the batch at the next step. Raises ValueError on bad input."""
-        request.validate(self.config.patch_size, self.config.feat_dim, self.config.lm.vocab_size, self.max_context)
+        self.check(request)
         with self._lock:
             self.scheduler.add(request)
 

@@ -122,9 +122,9 @@ class EngineLoop:
             self._submitted += 1
             try:
                 self._engine.submit(request)
-            except ValueError as exc:
+            except Exception as exc:  # whatever it is, the stream must not stay registered
                 self._forget(request.request_id)
-                sink.fail(str(exc))
+                sink.fail(str(exc) if isinstance(exc, ValueError) else f"{type(exc).__name__}: {exc}")
                 return
             self._wake.notify()
 
