@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import argparse
 import sys
+from pathlib import Path
 
 import numpy as np
 import soundfile
@@ -49,6 +50,18 @@ def _read_text(text: str) -> str:
     return sys.stdin.read().strip() if text == "-" else text
 
 
+def _unwritable(path: str) -> str | None:
+    """Why the audio could not be written to `path`, found before the synthesis rather than after."""
+    target = Path(path)
+    if target.is_dir():
+        return "it is a folder"
+    if not target.parent.is_dir():
+        return f"there is no folder {str(target.parent)!r}"
+    if target.suffix[1:].upper() not in soundfile.available_formats():
+        return f"soundfile writes no {target.suffix or 'extensionless'!r} files; name it .wav"
+    return None
+
+
 def _read_wav(path: str | None) -> tuple[np.ndarray | None, int | None]:
     """(its channels' mean as float32, its rate), or (None, None) without a path. VoxCPM mixes a
     recording down the same way, as does the in-process api."""
@@ -64,6 +77,10 @@ def _progress(stats: StreamStats) -> str:
 
 def main(argv: list[str] | None = None) -> int:
     args = parse_args(argv)
+    problem = _unwritable(args.output)
+    if problem is not None:
+        print(f"cannot write {args.output}: {problem}", file=sys.stderr)
+        return 2
     client = VoxCPMClient(args.url)
     try:
         prompt_audio, prompt_rate = _read_wav(args.prompt_wav)
@@ -110,7 +127,11 @@ def main(argv: list[str] | None = None) -> int:
         print(f"server error: {exc}", file=sys.stderr)
         return 1
     audio = np.concatenate(chunks) if chunks else np.zeros(0, np.float32)
-    soundfile.write(args.output, audio, stats.sample_rate or 16000)
+    try:
+        soundfile.write(args.output, audio, stats.sample_rate or 16000)
+    except (OSError, RuntimeError) as exc:  # soundfile's LibsndfileError is a RuntimeError
+        print(f"cannot write {args.output}: {exc}", file=sys.stderr)
+        return 2
     rtf = f"{stats.rtf:.3f}" if stats.rtf is not None else "n/a"
     wall_rtf = f"{stats.wall_rtf:.3f}" if stats.wall_rtf is not None else "n/a"
     first = f"{stats.first_chunk_s * 1000:.1f} ms" if stats.first_chunk_s is not None else "n/a"

@@ -3,6 +3,7 @@ float32 PCM chunks as they are generated, over one gRPC stream per call."""
 
 from __future__ import annotations
 
+import numbers
 import queue
 import time
 import uuid
@@ -72,31 +73,62 @@ def build_inputs(
     seed: int | None = None,
     normalize: bool | None = None,
 ) -> list[grpcclient.InferInput]:
-    """The ensemble's input tensors; parameters left as None take the server's defaults."""
-    values: dict[str, np.ndarray] = {"TEXT": np.array([text.encode("utf-8")], dtype=object)}
+    """The ensemble's input tensors; parameters left as None take the server's defaults. A value
+    of the wrong type is a TypeError naming it, and one its tensor cannot hold a ValueError: sent, it
+    would arrive wrapped or truncated."""
+    values: dict[str, np.ndarray] = {"TEXT": _string("text", text)}
     if prompt_audio is not None:
-        values["PROMPT_AUDIO"] = np.ascontiguousarray(prompt_audio, dtype=np.float32).reshape(-1)
+        values["PROMPT_AUDIO"] = _mono("prompt_audio", prompt_audio)
     if prompt_sample_rate is not None:
-        values["PROMPT_SAMPLE_RATE"] = np.array([prompt_sample_rate], dtype=np.int32)
+        values["PROMPT_SAMPLE_RATE"] = _integer("prompt_sample_rate", prompt_sample_rate, np.int32)
     if prompt_text is not None:
-        values["PROMPT_TEXT"] = np.array([prompt_text.encode("utf-8")], dtype=object)
+        values["PROMPT_TEXT"] = _string("prompt_text", prompt_text)
     if reference_audio is not None:
-        values["REFERENCE_AUDIO"] = np.ascontiguousarray(reference_audio, dtype=np.float32).reshape(-1)
+        values["REFERENCE_AUDIO"] = _mono("reference_audio", reference_audio)
     if reference_sample_rate is not None:
-        values["REFERENCE_SAMPLE_RATE"] = np.array([reference_sample_rate], dtype=np.int32)
+        values["REFERENCE_SAMPLE_RATE"] = _integer("reference_sample_rate", reference_sample_rate, np.int32)
     if voice_id is not None:
-        values["VOICE_ID"] = np.array([voice_id.encode("utf-8")], dtype=object)
+        values["VOICE_ID"] = _string("voice_id", voice_id)
     if cfg_value is not None:
-        values["CFG_VALUE"] = np.array([cfg_value], dtype=np.float32)
+        values["CFG_VALUE"] = _real("cfg_value", cfg_value)
     if timesteps is not None:
-        values["TIMESTEPS"] = np.array([timesteps], dtype=np.int32)
+        values["TIMESTEPS"] = _integer("timesteps", timesteps, np.int32)
     if max_seconds is not None:
-        values["MAX_SECONDS"] = np.array([max_seconds], dtype=np.float32)
+        values["MAX_SECONDS"] = _real("max_seconds", max_seconds)
     if seed is not None:
-        values["SEED"] = np.array([seed], dtype=np.int64)
+        values["SEED"] = _integer("seed", seed, np.int64)
     if normalize is not None:
-        values["NORMALIZE"] = np.array([normalize], dtype=np.bool_)
+        values["NORMALIZE"] = np.array([bool(normalize)], dtype=np.bool_)
     return [_tensor(name, value) for name, value in values.items()]
+
+
+def _string(name: str, value: object) -> np.ndarray:
+    if not isinstance(value, str):
+        raise TypeError(f"{name} must be a str, got {type(value).__name__}")
+    return np.array([value.encode("utf-8")], dtype=object)
+
+
+def _integer(name: str, value: object, dtype: type[np.integer]) -> np.ndarray:
+    if isinstance(value, bool) or not isinstance(value, numbers.Integral):
+        raise TypeError(f"{name} must be an integer, got {value!r}")
+    limits = np.iinfo(dtype)
+    if not limits.min <= value <= limits.max:
+        raise ValueError(f"{name}={value} does not fit the server's {np.dtype(dtype).name} tensor")
+    return np.array([value], dtype=dtype)
+
+
+def _real(name: str, value: object) -> np.ndarray:
+    if isinstance(value, bool) or not isinstance(value, numbers.Real):
+        raise TypeError(f"{name} must be a number, got {value!r}")
+    return np.array([value], dtype=np.float32)
+
+
+def _mono(name: str, audio: object) -> np.ndarray:
+    """Samples as one float32 vector; several channels would arrive interleaved as one."""
+    samples = np.asarray(audio, dtype=np.float32)
+    if sum(size > 1 for size in samples.shape) > 1:
+        raise ValueError(f"{name} has shape {samples.shape}: send mono samples (average the channels)")
+    return np.ascontiguousarray(samples).reshape(-1)
 
 
 LOOPBACK_HOSTS = ("127.0.0.1", "localhost", "[::1]")
@@ -138,6 +170,10 @@ class VoxCPMClient:
 
     def __init__(self, url: str = "127.0.0.1:8001", model: str = MODEL, timeout_s: float = 120.0,
                  decoder: str = DECODER) -> None:
+        if not isinstance(url, str) or not url:
+            raise TypeError(f"url must be a 'host:port' string, got {url!r}")
+        if isinstance(timeout_s, bool) or not isinstance(timeout_s, numbers.Real) or not timeout_s > 0:
+            raise ValueError(f"timeout_s must be a number of seconds > 0, got {timeout_s!r}")
         self.url = url
         self.model = model
         self.decoder = decoder
