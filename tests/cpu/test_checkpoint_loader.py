@@ -180,7 +180,8 @@ class _RunsCode:
      r"audiovae\.pth: holds objects other than tensors"),
     (lambda folder: (folder / "config.json").write_bytes(b"\xff\xfe garbage"), r"config\.json: not valid JSON"),
     (lambda folder: (folder / "tokenizer.json").write_text("{bad"), r"tokenizer\.json: not a tokenizer file"),
-    (lambda folder: (folder / "tokenizer_config.json").write_text("[1]"), r"tokenizer_config\.json: expected a JSON object"),
+    (lambda folder: (folder / "tokenizer_config.json").write_text("[1]"),
+     r"tokenizer_config\.json: expected a JSON object"),
 ])
 def test_unreadable_files_are_named(checkpoints: dict[str, Path], tmp_path: Path, damage, message: str) -> None:
     folder = _copy(checkpoints["voxcpm2"], tmp_path)

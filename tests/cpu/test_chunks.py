@@ -118,10 +118,12 @@ def test_bad_new_patch_counts_are_refused() -> None:
     vocoder = WindowedVocoder(*tiny_vae("v2"))
     window = np.zeros((3, vocoder.patch_size, 8), np.float32)
     for new in (0, 4):
-        with pytest.raises(ValueError, match=rf"new_patches\[0\] = {new}; allowed 1\.\.3 \(the patches of windows\[0\]\)"):
+        message = rf"new_patches\[0\] = {new}; allowed 1\.\.3 \(the patches of windows\[0\]\)"
+        with pytest.raises(ValueError, match=message):
             vocoder.decode([window], [new])
     with pytest.raises(ValueError, match="1 new_patches for 2 windows"):
         vocoder.decode([window, window], [1])
     too_long = np.zeros((vocoder.window_patches + 2, vocoder.patch_size, 8), np.float32)
-    with pytest.raises(ValueError, match=rf"windows\[0\] has {len(too_long)} patches for 2 new; at most {len(too_long) - 1}"):
+    message = rf"windows\[0\] has {len(too_long)} patches for 2 new; at most {len(too_long) - 1}"
+    with pytest.raises(ValueError, match=message):
         vocoder.decode([too_long], [2])

@@ -46,5 +46,6 @@ def test_a_request_of_two_windows_is_refused(triton_server):
     tensor = grpcclient.InferInput("WINDOW", list(windows.shape), "FP32")
     tensor.set_data_from_numpy(windows)
     with grpcclient.InferenceServerClient(triton_server.grpc_url) as client:
-        with pytest.raises(grpcclient.InferenceServerException, match=r"WINDOW shape \(2, 5, 4, 16\); expected \[n, 4, 16\]"):
+        message = r"WINDOW shape \(2, 5, 4, 16\); expected \[n, 4, 16\]"
+        with pytest.raises(grpcclient.InferenceServerException, match=message):
             client.infer("vocoder", [tensor])
