@@ -82,7 +82,9 @@ REQS=(
     "soxr==1.1.0"                  # VoxCPM2 prompts at other rates, resampled as librosa does for the reference
     "wetext" "inflect"             # NORMALIZE (text.spoken_form): the reference's grammars, ~7 MB of wheels
 )
-VENV_KEY="$(hash_of "$PY_VER" "$HOST_TORCH_DIR" "${REQS[@]}" "voxcpm==2.0.3" "$ROOT/pyproject.toml")"
+# The checkout's path is part of the key: the venv's scripts and its editable install of this package
+# point at it, so a moved or copied checkout would otherwise run the old one's code.
+VENV_KEY="$(hash_of "$PY_VER" "$HOST_TORCH_DIR" "${REQS[@]}" "voxcpm==2.0.3" "$ROOT/pyproject.toml" "$ROOT")"
 if [ -x "$VENV/bin/python" ] && stamp_ok venv "$VENV_KEY"; then
     log "venv up to date ($VENV)"
 else

@@ -20,7 +20,7 @@
 #                        servers can be told apart and removed at the next start, together with
 #                        the ar_decoder's /dev/shm/voxcpm-backlog-<pid> and voxcpm-cancel-<pid>, the
 #                        vocoder's voxcpm-acks-<pid> and the text_encoder's voxcpm-voices-<pid>)
-# Which checkpoint is served: see README.md ("Serving a real checkpoint"); the environment is passed
+# Which checkpoint is served: see README.md ("Serving a checkpoint"); the environment is passed
 # to the models unchanged.
 #
 # VOXCPM_MPS=1 starts a private CUDA MPS control daemon first (pipe and log folders under
