@@ -21,6 +21,7 @@ import numpy as np
 import torch
 
 from voxcpm_triton.audio.chunks import DEFAULT_MAX_NEW
+from voxcpm_triton.audio.prompt_audio import check_unit_range
 from voxcpm_triton.audio.vocoder import WindowedVocoder
 from voxcpm_triton.checkpoint.loader import LoadedCheckpoint, load_checkpoint
 from voxcpm_triton.config import load_config
@@ -114,19 +115,13 @@ def _read_audio(audio: AudioInput, sample_rate: int | None, name: str) -> tuple[
             samples, file_rate = soundfile.read(str(audio), dtype="float32", always_2d=True)
         except (OSError, RuntimeError) as exc:  # soundfile's LibsndfileError is a RuntimeError
             raise ValueError(f"{name}: cannot read {str(audio)!r} as a sound file ({exc})") from None
-        return _within_unit_range(name, samples.mean(axis=1)), int(file_rate)
-    if sample_rate is None:
+        samples, rate = samples.mean(axis=1), int(file_rate)
+    elif sample_rate is None:
         raise ValueError(f"{name} is an array: pass its sample rate ({rate_name})")
-    return _within_unit_range(name, np.asarray(audio, dtype=np.float32)), _integer(rate_name, sample_rate)
-
-
-def _within_unit_range(name: str, samples: np.ndarray) -> np.ndarray:
-    """As the server refuses it (serving.inputs.audio): mis-scaled audio, int16 values as floats
-    say, would be encoded into a voice of noise."""
-    peak = float(np.abs(samples).max()) if samples.size and np.isfinite(samples).all() else 0.0
-    if peak > 1.0:
-        raise ValueError(f"{name} holds samples outside [-1, 1] (peak {peak:.4g}); pass PCM scaled into it")
-    return samples
+    else:
+        samples, rate = np.asarray(audio, dtype=np.float32), _integer(rate_name, sample_rate)
+    check_unit_range(name, samples)
+    return samples, rate
 
 
 def _integer(name: str, value: object) -> int:

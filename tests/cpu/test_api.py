@@ -101,7 +101,7 @@ def test_bad_inputs_are_reported(tts, tmp_path):
     ({"max_len": 0}, ValueError, "max_len must be >= 1"),
     ({"prompt_wav": "/no/such.wav", "prompt_text": "hi"}, ValueError, "prompt_wav: cannot read '/no/such.wav'"),
     ({"prompt_wav": np.full(8000, 1e6, np.float32), "prompt_sample_rate": 16000, "prompt_text": "hi"}, ValueError,
-     r"prompt_wav holds samples outside \[-1, 1\]"),
+     r"prompt_wav holds 8000 samples outside \[-1, 1\] \(peak 1e\+06\)"),
     ({"prompt_sample_rate": 16000}, ValueError, "prompt_sample_rate was given without prompt_wav"),
 ])
 def test_bad_arguments_are_named_and_hold_no_slot(tts, options, error, message):

@@ -24,6 +24,17 @@ MAX_SECONDS = 60.0
 Padding = Literal["left", "right"]
 
 
+def check_unit_range(name: str, samples: np.ndarray) -> None:
+    """ValueError if finite `samples` leave [-1, 1]: mis-scaled audio (int16 values sent as floats,
+    say) would be encoded into a voice of noise. The server and the in-process API refuse it where
+    the audio comes in; check_audio does not, as the reference encodes whatever it is given."""
+    magnitudes = np.abs(samples[np.isfinite(samples)])  # non-finite samples have checks of their own
+    outside = int(np.count_nonzero(magnitudes > 1.0))
+    if outside:
+        peak = float(magnitudes.max())
+        raise ValueError(f"{name} holds {outside} samples outside [-1, 1] (peak {peak:.4g}); send PCM scaled into it")
+
+
 def check_audio(audio: np.ndarray | torch.Tensor, sample_rate: int, name: str = "prompt_audio") -> torch.Tensor:
     """Validated mono float32 waveform as a 1-D tensor; ValueError names `name` and the limit."""
     if isinstance(sample_rate, bool) or not isinstance(sample_rate, (int, np.integer)):

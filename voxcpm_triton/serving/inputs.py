@@ -9,6 +9,8 @@ from typing import TypeVar
 
 import numpy as np
 
+from voxcpm_triton.audio.prompt_audio import check_unit_range
+
 Number = TypeVar("Number", int, float)
 
 
@@ -75,9 +77,8 @@ def audio(name: str, array: np.ndarray | None) -> np.ndarray | None:
     if not np.isfinite(wave).all():
         bad = int((~np.isfinite(wave)).sum())
         raise InputError(f"{name} holds {bad} non-finite samples (NaN or Inf)")
-    peak = float(np.abs(wave).max())
-    if peak > 1.0:
-        # Mis-scaled audio (int16 values sent as floats, say) would be encoded into a voice of noise.
-        outside = int((np.abs(wave) > 1.0).sum())
-        raise InputError(f"{name} holds {outside} samples outside [-1, 1] (peak {peak:.4g}); send PCM scaled into it")
+    try:
+        check_unit_range(name, wave)
+    except ValueError as exc:
+        raise InputError(str(exc)) from None
     return np.ascontiguousarray(wave, dtype=np.float32)
