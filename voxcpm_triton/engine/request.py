@@ -13,6 +13,11 @@ import torch
 PATCHES_PER_TEXT_TOKEN = 6.0
 EXTRA_PATCHES = 10
 
+# Allowed sampling settings, inclusive; the server's tensors and the in-process API share them.
+CFG_VALUE_RANGE = (0.0, 10.0)
+TIMESTEPS_RANGE = (1, 100)
+SEED_RANGE = (0, 2**63 - 1)
+
 
 def runaway_guard_max_len(target_text_tokens: int, requested: int | None = None) -> int:
     """The reference's effective max_len: min(requested, int(6 * target text tokens + 10))."""
@@ -95,11 +100,13 @@ class GenerationRequest:
             raise ValueError(f"max_len must be >= 1, got {self.max_len}")
         if self.target_text_tokens is not None and self.target_text_tokens < 0:
             raise ValueError(f"target_text_tokens must be >= 0, got {self.target_text_tokens}")
-        if not (math.isfinite(self.cfg_value) and 0.0 <= self.cfg_value <= 20.0):
-            raise ValueError(f"cfg_value must be in [0, 20], got {self.cfg_value}")
-        if not 1 <= self.timesteps <= 100:
-            raise ValueError(f"timesteps must be in [1, 100], got {self.timesteps}")
-        if not 0 <= self.seed < 2 ** 63:
+        low, high = CFG_VALUE_RANGE
+        if not (math.isfinite(self.cfg_value) and low <= self.cfg_value <= high):
+            raise ValueError(f"cfg_value must be in [{low:g}, {high:g}], got {self.cfg_value}")
+        low, high = TIMESTEPS_RANGE
+        if not low <= self.timesteps <= high:
+            raise ValueError(f"timesteps must be in [{low}, {high}], got {self.timesteps}")
+        if not SEED_RANGE[0] <= self.seed <= SEED_RANGE[1]:
             raise ValueError(f"seed must be in [0, 2**63), got {self.seed}")
 
 
