@@ -151,7 +151,10 @@ class VoiceCache:
                 by_age.append((entry.stat().st_mtime_ns, entry.path))
             except FileNotFoundError:  # evicted meanwhile by another instance
                 pass
-        for _, path in sorted(by_age)[: len(by_age) - self.capacity]:
+        # Counted after the stats: with files gone meanwhile the excess may be none, and a negative
+        # slice end would drop every voice but the newest.
+        excess = len(by_age) - self.capacity
+        for _, path in sorted(by_age)[: max(0, excess)]:
             Path(path).unlink(missing_ok=True)
 
     def __len__(self) -> int:

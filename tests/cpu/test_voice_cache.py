@@ -82,6 +82,27 @@ def test_instances_share_their_voices_and_one_bound(tmp_path):
     assert not list(tmp_path.glob("*.tmp"))
 
 
+def test_voices_evicted_by_another_instance_meanwhile_are_not_evicted_twice(tmp_path, monkeypatch):
+    cache = VoiceCache(tmp_path, capacity=10)
+    for i in range(10):
+        cache.put(f"v{i}", _voice(float(i)))
+        _age(cache, f"v{i}", 100 - i)
+    listed = cache._voices
+
+    def listed_then_two_evicted_elsewhere() -> list[os.DirEntry]:
+        entries = listed()
+        for voice_id in ("v0", "v1"):  # the other instance's eviction, between the listing and the stats
+            cache._path(voice_id).unlink()
+        return entries
+
+    monkeypatch.setattr(cache, "_voices", listed_then_two_evicted_elsewhere)
+    cache.put("v10", _voice(10.0))
+    monkeypatch.setattr(cache, "_voices", listed)
+    assert len(cache) == 9
+    for i in range(2, 11):
+        cache.get(f"v{i}")
+
+
 @pytest.mark.parametrize("voice_id, message", [("", "VOICE_ID is empty"), ("x" * 129, "allowed 1..128")])
 def test_bad_voice_ids(tmp_path, voice_id, message):
     with pytest.raises(ValueError, match=message):
