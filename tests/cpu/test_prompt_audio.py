@@ -107,6 +107,9 @@ def test_same_rate_is_untouched() -> None:
         (np.array([0.0, np.nan] * 8000, np.float32), 16000, "non-finite"),
         (np.zeros(100, np.float32), 16000, "at least"),
         (np.zeros(16000 * 61, np.float32), 16000, "at most"),
+        # one sample off a limit reads as off it, not as the limit itself
+        (np.zeros(1599, np.float32), 16000, r"lasts 0.0999375 s \(1599 samples at 16000 Hz\); at least 0.1 s"),
+        (np.zeros(16000 * 60 + 160, np.float32), 16000, r"lasts 60.01 s \(960160 samples at 16000 Hz\); at most 60"),
         (np.array(["x"] * 16000, dtype=object), 16000, "float PCM"),
         (np.zeros(16000, np.longdouble), 16000, "float PCM"),
         (None, 16000, "a numpy array or a torch tensor"),

@@ -69,10 +69,12 @@ def check_audio(audio: np.ndarray | torch.Tensor, sample_rate: int, name: str = 
     if not torch.isfinite(tensor).all():
         raise ValueError(f"{name} holds non-finite samples (NaN or inf)")
     seconds = tensor.numel() / int(sample_rate)
+    # The sample count too: a length one sample off a limit would read as the limit itself.
+    length = f"{name} lasts {seconds:g} s ({tensor.numel()} samples at {int(sample_rate)} Hz)"
     if seconds < MIN_SECONDS:
-        raise ValueError(f"{name} lasts {seconds:.3f} s; at least {MIN_SECONDS} s is needed")
+        raise ValueError(f"{length}; at least {MIN_SECONDS} s is needed")
     if seconds > MAX_SECONDS:
-        raise ValueError(f"{name} lasts {seconds:.1f} s; at most {MAX_SECONDS} s is accepted")
+        raise ValueError(f"{length}; at most {MAX_SECONDS} s is accepted")
     return tensor
 
 
