@@ -137,6 +137,13 @@ def run_profile_step(out: Path, variant: Variant, profile_args: list[str], timeo
     return json.loads(summary.read_text()) if summary.is_file() else None
 
 
+def last_line(log: Path) -> str:
+    """The log's last line that is not ab_step's own (the run's reason for failing, as a rule)."""
+    lines = [line for line in log.read_text(errors="replace").splitlines()
+             if line.strip() and not line.startswith("ab_step:")]
+    return lines[-1].strip() if lines else "(its log is empty)"
+
+
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--out", type=Path, required=True)
@@ -167,7 +174,9 @@ def main() -> int:
         summary = run_profile_step(args.out / f"{variant.name}_{repeat}", variant,
                                    profile_args + ["--batches", args.batches], args.run_timeout_s)
         runs[variant.name].append(step_ms(summary) if summary else {})
-        print(f"ab_step: {variant.name} repeat {repeat}: {'ok' if summary else 'no result'}", flush=True)
+        log = args.out / f"{variant.name}_{repeat}" / "profile_step.log"
+        outcome = "ok" if summary else f"no result: {last_line(log)}"
+        print(f"ab_step: {variant.name} repeat {repeat}: {outcome}", flush=True)
 
     text = table(variants, runs)
     (args.out / "ab_step.md").write_text(text + "\n")

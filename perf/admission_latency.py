@@ -25,6 +25,7 @@ import torch
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
+from perf.cuda_required import cuda_missing  # noqa: E402
 from perf.profile_step import random_model, synchronize  # noqa: E402
 from voxcpm_triton.engine.engine import Engine  # noqa: E402
 from voxcpm_triton.engine.prefill import build_prefill  # noqa: E402
@@ -81,8 +82,7 @@ def main() -> int:
     parser.add_argument("--text-tokens", type=int, default=30)
     parser.add_argument("--repeats", type=int, default=3)
     args = parser.parse_args()
-    if not torch.cuda.is_available():
-        print("admission_latency: needs a CUDA GPU")
+    if cuda_missing("admission_latency"):
         return 2
     args.out.mkdir(parents=True, exist_ok=True)
     bursts = [int(b) for b in args.bursts.split(",")]

@@ -29,6 +29,7 @@ import torch
 import torch.nn.functional as F
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+from perf.cuda_required import cuda_missing  # noqa: E402
 from voxcpm_triton import ops  # noqa: E402
 from voxcpm_triton.ops import library  # noqa: E402
 from voxcpm_triton.ops.quantize_fp8 import NONE, SWIGLU  # noqa: E402
@@ -417,8 +418,7 @@ def main() -> int:
     parser.add_argument("--ops", default="", help="comma-separated op names: only those cases (default: all)")
     args = parser.parse_args()
     only = {name for name in args.ops.split(",") if name}
-    if not torch.cuda.is_available():
-        print("bench_ops: no CUDA device", file=sys.stderr)
+    if cuda_missing("bench_ops"):
         return 2
     if library.library() is None:
         print(f"bench_ops: kernels library not loaded ({library.library_status()})", file=sys.stderr)

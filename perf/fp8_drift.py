@@ -28,6 +28,7 @@ import torch
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
+from perf.cuda_required import cuda_missing  # noqa: E402
 from perf.profile_step import MODES, decoding_runner, random_model  # noqa: E402
 from voxcpm_triton.ops import library_status  # noqa: E402
 
@@ -70,8 +71,7 @@ def main() -> int:
     parser.add_argument("--timesteps", type=int, default=10)
     parser.add_argument("--cfg", type=float, default=2.0)
     args = parser.parse_args()
-    if not torch.cuda.is_available():
-        print("fp8_drift: needs a CUDA GPU")
+    if cuda_missing("fp8_drift"):
         return 2
     args.out.mkdir(parents=True, exist_ok=True)
     os.environ["VOXCPM_FP8_MIN_ROWS"] = str(args.min_rows)

@@ -14,6 +14,7 @@ import argparse
 
 import torch
 
+from perf.cuda_required import cuda_missing
 from voxcpm_triton.ops import gate_up_sm90, lt_gemm
 from voxcpm_triton.ops.swiglu import swiglu
 
@@ -53,6 +54,8 @@ def main() -> None:
     parser.add_argument("--streams", default="24,64,128,256")
     parser.add_argument("--out", default=None, help="also write the table here")
     args = parser.parse_args()
+    if cuda_missing("gate_up_sweep"):
+        raise SystemExit(2)
     if not gate_up_sm90.available(torch.empty(gate_up_sm90.WEIGHT_ROWS, 8, device="cuda", dtype=torch.bfloat16)):
         raise SystemExit("gate_up_sm90 does not run here (needs sm_90 and a kernels library built with CUTLASS)")
     text = "\n".join(sweep([int(s) for s in args.streams.split(",")]))

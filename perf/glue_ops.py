@@ -23,6 +23,7 @@ from torch.profiler import ProfilerActivity, profile
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
+from perf.cuda_required import cuda_missing  # noqa: E402
 from perf.profile_step import MODES, decoding_runner, random_model, step  # noqa: E402
 from voxcpm_triton.ops import lt_gemm  # noqa: E402
 
@@ -64,8 +65,7 @@ def main() -> int:
     parser.add_argument("--cpu-dry-run", action="store_true")
     args = parser.parse_args()
     on_device = not args.cpu_dry_run
-    if on_device and not torch.cuda.is_available():
-        print("glue_ops: needs a CUDA GPU (or --cpu-dry-run)")
+    if on_device and cuda_missing("glue_ops", "--cpu-dry-run"):
         return 2
     device = torch.device("cuda" if on_device else "cpu")
     model = random_model("full" if on_device else "tiny", device)

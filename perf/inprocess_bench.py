@@ -23,6 +23,7 @@ from typing import Optional, Sequence
 import torch
 
 from perf.bench_texts import text_for
+from perf.cuda_required import cuda_missing
 from perf.stream_metrics import StreamRecord
 from perf.sweep import add_sweep_options, run_sweep, sweep_settings
 from voxcpm_triton.audio.chunks import DEFAULT_MAX_NEW, PatchChunker
@@ -117,6 +118,8 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
                         help="new patches per vocoder window at most, as ar_decoder's chunk_patches")
     add_sweep_options(parser)
     args = parser.parse_args(argv)
+    if torch.device(args.device).type == "cuda" and cuda_missing("inprocess_bench", "--device cpu"):
+        return 2
     started = time.perf_counter()
     system = InProcessSystem(args.checkpoint, args.device, DTYPES[args.dtype], max(args.levels), args.max_context,
                              args.chunk_patches)

@@ -23,6 +23,7 @@ from dataclasses import astuple
 import torch
 import torch.nn.functional as F
 
+from perf.cuda_required import cuda_missing
 from voxcpm_triton.ops import lt_cache, lt_gemm, lt_search
 
 # name -> (k, n, adds into its output) of y = x [rows, k] @ w [n, k]^T
@@ -67,6 +68,8 @@ def main() -> None:
     parser.add_argument("--out", default=None)
     parser.add_argument("--cache", default=None, help="lt_cache file to write the finalists into")
     args = parser.parse_args()
+    if cuda_missing("lt_config_search"):
+        raise SystemExit(2)
     if args.cache:
         os.environ[lt_cache.ENV] = args.cache
     else:

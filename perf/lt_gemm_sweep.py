@@ -15,6 +15,7 @@ import argparse
 import torch
 import torch.nn.functional as F
 
+from perf.cuda_required import cuda_missing
 from voxcpm_triton.ops import lt_gemm
 
 # name -> (k, n) of y = x [rows, k] @ w [n, k]^T
@@ -66,6 +67,8 @@ def main() -> None:
     parser.add_argument("--candidates", type=int, default=lt_gemm.CANDIDATES,
                         help="heuristic results asked for per shape (lt_gemm.CANDIDATES unless given)")
     args = parser.parse_args()
+    if cuda_missing("lt_gemm_sweep"):
+        raise SystemExit(2)
     lt_gemm.CANDIDATES = args.candidates
     lines = sweep([int(b) for b in args.streams.split(",")])
     if args.out:

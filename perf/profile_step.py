@@ -38,6 +38,7 @@ import torch
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
+from perf.cuda_required import cuda_missing  # noqa: E402
 from voxcpm_triton.checkpoint.make import config_dict  # noqa: E402
 from voxcpm_triton.config import parse_config  # noqa: E402
 from voxcpm_triton.engine.engine import Engine  # noqa: E402
@@ -251,8 +252,7 @@ def main() -> int:
     parser.add_argument("--cpu-dry-run", action="store_true",
                         help="tiny model on the CPU (no graphs): checks the script, measures nothing useful")
     args = parser.parse_args()
-    if not (torch.cuda.is_available() or args.cpu_dry_run):
-        print("profile_step: needs a CUDA GPU (or --cpu-dry-run)")
+    if not args.cpu_dry_run and cuda_missing("profile_step", "--cpu-dry-run"):
         return 2
     device = torch.device("cpu" if args.cpu_dry_run else "cuda")
     args.out.mkdir(parents=True, exist_ok=True)

@@ -41,6 +41,7 @@ import torch
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
+from perf.cuda_required import cuda_missing  # noqa: E402
 from voxcpm_triton.audio.audio_vae import build_audio_vae  # noqa: E402
 from voxcpm_triton.audio.vae_layers import (  # noqa: E402
     CausalConv1d,
@@ -176,8 +177,7 @@ def main(argv: list[str] | None = None) -> int:
                         help="new patches per window (chunks.py), each timed at every batch size; "
                              "windows then hold the full context plus them")
     args = parser.parse_args(argv)
-    if not torch.cuda.is_available():
-        print("profile_vocoder needs a CUDA GPU", file=sys.stderr)
+    if cuda_missing("profile_vocoder"):
         return 2
     batches = [int(b) for b in args.batches.split(",")]
     profiled = {int(b) for b in args.profile_batches.split(",") if b}

@@ -23,6 +23,7 @@ import torch
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 from perf.bench_ops import graph_time_us, rand, rope_tables  # noqa: E402
+from perf.cuda_required import cuda_missing  # noqa: E402
 from voxcpm_triton import ops  # noqa: E402
 
 Q_HEADS, KV_HEADS, HEAD_DIM, HIDDEN = 16, 2, 128, 1024
@@ -81,6 +82,8 @@ def main() -> None:
     if args.fastest:
         print(fastest(args.fastest.read_text().splitlines(), args.among.split(","), args.case))
         return
+    if cuda_missing("short_attention_probe"):
+        raise SystemExit(2)
     cases = [(args.sequences, args.scales)]
     if args.cases:
         cases = [(int(n), kind) for n, kind in (c.split(":") for c in args.cases.split(","))]

@@ -20,6 +20,7 @@ from typing import Callable, Optional, Sequence
 
 import torch
 
+from perf.cuda_required import cuda_missing
 from perf.inprocess_bench import DTYPES, InProcessSystem
 from perf.sweep import parse_levels
 
@@ -89,6 +90,8 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
     parser.add_argument("--max-context", type=int, default=4096)
     parser.add_argument("--out", type=Path, required=True, help="folder for breakdown.md and breakdown.json")
     args = parser.parse_args(argv)
+    if torch.device(args.device).type == "cuda" and cuda_missing("step_breakdown", "--device cpu"):
+        return 2
     system = InProcessSystem(args.checkpoint, args.device, DTYPES[args.dtype], max(args.levels), args.max_context)
     timer = PartTimer(args.device)
     runner = system.engine.runner

@@ -26,6 +26,7 @@ import torch
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 from perf.bench_ops import graph_time_us  # noqa: E402
+from perf.cuda_required import cuda_missing  # noqa: E402
 from voxcpm_triton import ops  # noqa: E402
 from voxcpm_triton.ops.decode_attention import default_num_splits  # noqa: E402
 
@@ -89,8 +90,10 @@ def main() -> int:
     parser.add_argument("--kernels", default="mma,cuda_core")
     parser.add_argument("--ragged", action="store_true")
     args = parser.parse_args()
-    if not torch.cuda.is_available() or ops.library.library() is None:
-        print("sweep_decode_attention needs a CUDA GPU and the kernels library", file=sys.stderr)
+    if cuda_missing("sweep_decode_attention"):
+        return 2
+    if ops.library.library() is None:
+        print("sweep_decode_attention: needs the kernels library (build/build_kernels.sh)", file=sys.stderr)
         return 2
     kernels = args.kernels.split(",")
     unknown = set(kernels) - set(KERNEL_ENV)

@@ -10,7 +10,7 @@ from pathlib import Path
 
 import pytest
 
-from perf.ab_step import Variant, parse_variant, schedule, table
+from perf.ab_step import Variant, last_line, parse_variant, schedule, table
 
 ROOT = Path(__file__).resolve().parents[2]
 
@@ -73,3 +73,11 @@ def test_two_variants_on_the_cpu(tmp_path):
 def test_a_switch_that_profile_steps_modes_own_is_refused():
     with pytest.raises(ValueError, match="VOXCPM_FP8 is set by profile_step's --modes"):
         parse_variant("fp8=VOXCPM_FP8=1")
+
+
+def test_a_run_without_result_says_why(tmp_path):
+    log = tmp_path / "profile_step.log"
+    log.write_text("loading\nprofile_step: needs a CUDA GPU (or --cpu-dry-run)\n\nab_step: profile_step exited with 2\n")
+    assert last_line(log) == "profile_step: needs a CUDA GPU (or --cpu-dry-run)"
+    log.write_text("")
+    assert last_line(log) == "(its log is empty)"

@@ -188,3 +188,15 @@ def test_unreadable_files_are_named(checkpoints: dict[str, Path], tmp_path: Path
     damage(folder)
     with pytest.raises(ValueError, match=message):
         load_checkpoint(folder)
+
+
+@pytest.mark.parametrize("visible, device, message", [
+    (0, "cuda", "'cuda': this process sees no CUDA GPU"),
+    (2, "cuda:2", r"'cuda:2': this process sees 2 CUDA GPU\(s\)"),
+])
+def test_an_unusable_device_is_named_before_any_file_is_read(checkpoints: dict[str, Path], monkeypatch,
+                                                             visible: int, device: str, message: str) -> None:
+    monkeypatch.setattr(torch.cuda, "is_available", lambda: visible > 0)
+    monkeypatch.setattr(torch.cuda, "device_count", lambda: visible)
+    with pytest.raises(ValueError, match=message):
+        load_checkpoint(checkpoints["voxcpm2"], device=device)
