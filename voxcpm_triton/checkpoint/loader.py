@@ -48,6 +48,19 @@ def _load_model(folder: Path, config: ModelConfig, dtype: torch.dtype, device: t
     return model.eval()
 
 
+def _check_device(device: torch.device | str) -> None:
+    """A device this process cannot use is named as such before any file is read; otherwise the
+    weight file's read fails first and reads as a damaged file."""
+    device = torch.device(device)
+    if device.type != "cuda":
+        return
+    count = torch.cuda.device_count() if torch.cuda.is_available() else 0
+    if count == 0:
+        raise ValueError(f"device {str(device)!r}: this process sees no CUDA GPU")
+    if device.index is not None and device.index >= count:
+        raise ValueError(f"device {str(device)!r}: this process sees {count} CUDA GPU(s)")
+
+
 def load_checkpoint(folder: str | Path, dtype: torch.dtype = torch.float32, device: torch.device | str = "cpu",
                     with_model: bool = True, lora: str | Path | None = None) -> LoadedCheckpoint:
     """Config, model (in `dtype`), AudioVAE (fp32, folded) and tokenizer from a checkpoint folder.
@@ -56,6 +69,7 @@ def load_checkpoint(folder: str | Path, dtype: torch.dtype = torch.float32, devi
     only the AudioVAE and the tokenizer, and a full-size LM would cost them ~9 GB and its init time.
     lora: an official LoRA adapter folder, merged into the model's weights (checkpoint.lora)."""
     folder = Path(folder)
+    _check_device(device)
     if dtype not in _SUPPORTED_DTYPES:
         raise ValueError(f"dtype={dtype}; allowed: {', '.join(str(d) for d in _SUPPORTED_DTYPES)}")
     config = load_config(folder)
