@@ -77,7 +77,7 @@ def _progress(stats: StreamStats) -> str:
 
 def main(argv: list[str] | None = None) -> int:
     args = parse_args(argv)
-    problem = _unwritable(args.output)
+    problem = None if args.register_only else _unwritable(args.output)  # registering writes no audio
     if problem is not None:
         print(f"cannot write {args.output}: {problem}", file=sys.stderr)
         return 2

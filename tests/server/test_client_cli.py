@@ -33,8 +33,9 @@ def test_cli_writes_wav_and_reports_latency(triton_server, tmp_path):
     progress = [line for line in run.stdout.splitlines() if line.endswith("s of audio")]
     assert len(progress) == 1 and progress[0].endswith(f" chunks, {audio.size / rate:.2f} s of audio"), run.stdout
 
+    # Registering writes no audio: an output it could not write (here a folder) is no obstacle.
     run = _cli("--url", triton_server.grpc_url, "--register-only", "--voice-id", "cli-voice",
-               "--prompt-wav", str(out), "--prompt-text", "Hello.")
+               "--prompt-wav", str(out), "--prompt-text", "Hello.", "-o", str(tmp_path))
     assert run.returncode == 0 and "registered voice 'cli-voice'" in run.stdout, run.stderr
     run = _cli("With that voice.", "-o", str(tmp_path / "voice.wav"), "--url", triton_server.grpc_url,
                "--voice-id", "cli-voice", "--max-seconds", "0.3", "--seed", "5")
