@@ -253,9 +253,10 @@ class VoxCPMClient:
             except queue.Empty:
                 return False
             if error is not None:
-                if f"[request id: {request_id}]" in str(error):
-                    return True  # the stream itself ended with an error: nothing left to free
-                continue  # the cancel request's own answer (e.g. the stream had just ended)
+                # The stream's own error ends it: nothing left to free. Any other error (the cancel
+                # refused, the decoder's process or the server gone) means no final is coming
+                # either: a CANCEL_ID naming no live stream is answered without an error.
+                return f"[request id: {request_id}]" in str(error)
             response = result.get_response()
             if response.id == request_id and response.parameters["triton_final_response"].bool_param:
                 return True
