@@ -4,6 +4,12 @@ the voices."""
 
 from __future__ import annotations
 
+import os
+import subprocess
+import sys
+import time
+from pathlib import Path
+
 from voxcpm_triton.serving import shared_map
 from voxcpm_triton.serving.cancel_board import CancelBoard
 from voxcpm_triton.serving.window_acks import AckBoard
@@ -66,3 +72,32 @@ def test_the_cancel_board_stays_for_the_instances_still_running_and_goes_with_th
     running.post("client-c")  # posted, never taken: it goes with the board
     running.close()
     assert list(tmp_path.iterdir()) == []
+
+
+def test_a_killed_holders_claim_does_not_keep_the_path(tmp_path):
+    path = tmp_path / "voxcpm-acks-7"
+    mine = shared_map.claim(path)
+    path.write_bytes(b"board")
+    killed = subprocess.Popen([sys.executable, "-c", "import time; time.sleep(60)"])
+    (tmp_path / "voxcpm-acks-7.killed").write_text(str(killed.pid))  # its claim, never released
+    killed.kill()
+    try:
+        deadline = time.monotonic() + 10
+        while shared_map.process_alive(killed.pid) and time.monotonic() < deadline:
+            time.sleep(0.01)
+        # Not reaped yet, as Triton leaves a killed stub: a zombie is not alive.
+        assert not shared_map.process_alive(killed.pid) and Path(f"/proc/{killed.pid}").exists()
+        shared_map.release(path, mine)
+    finally:
+        killed.wait()
+    assert list(tmp_path.iterdir()) == []
+
+
+def test_a_claim_being_written_or_of_a_live_process_keeps_the_path(tmp_path):
+    path = tmp_path / "voxcpm-acks-7"
+    mine = shared_map.claim(path)
+    assert mine.read_text() == str(os.getpid())
+    path.write_bytes(b"board")
+    (tmp_path / "voxcpm-acks-7.new").write_text("")  # its holder has not written its PID yet
+    shared_map.release(path, mine)
+    assert path.exists()

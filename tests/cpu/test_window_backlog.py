@@ -2,6 +2,8 @@
 counter slots, and a gate that waits for the vocoder, however slow, but never stalls on windows that
 were lost."""
 
+import multiprocessing
+import os
 import threading
 import time
 
@@ -120,3 +122,35 @@ def test_a_light_decoder_does_not_wait_on_a_busy_ones_windows(tmp_path):
 def test_unknown_role_is_refused(tmp_path):
     with pytest.raises(ValueError, match="role='both'"):
         WindowCounter(tmp_path / "b", "both")
+
+
+def _killed_while(path, role: str, action: str, value) -> None:
+    """A process that takes a `role` slot of `path`, calls `action(value)` on it and dies without
+    letting go (as a model process killed by a signal)."""
+    def hold() -> None:
+        counter = WindowCounter(path, role)
+        getattr(counter, action)(value)
+        os._exit(0)
+    child = multiprocessing.get_context("fork").Process(target=hold)
+    child.start()
+    child.join(10)
+    assert child.exitcode == 0
+
+
+def test_a_vocoder_killed_mid_batch_stops_counting_as_decoding_at_once(tmp_path):
+    sent = WindowCounter(tmp_path / "b", "sent")
+    gate = BacklogGate(sent, windows_ahead=1, max_wait_s=0.05, max_batch_s=60.0)
+    sent.add(5)
+    _killed_while(tmp_path / "b", "decoded", "set_busy", True)
+    started = time.monotonic()
+    gate.wait(live_streams=1)  # max_wait_s, not max_batch_s: the batch's process is gone
+    assert time.monotonic() - started < 5.0 and not sent.decoding(60.0)
+
+
+def test_a_killed_decoders_live_streams_stop_counting(tmp_path):
+    mine = WindowCounter(tmp_path / "b", "sent")
+    mine.set_live(2)
+    _killed_while(tmp_path / "b", "sent", "set_live", 7)
+    assert mine.live() == 2
+    mine.close()
+    assert list(tmp_path.iterdir()) == []  # the killed one's claim does not keep the file

@@ -16,8 +16,10 @@ directly, vocoder steps Triton cancelled) make the sum drift upwards; a decoder 
 `max_wait_s` while no vocoder was decoding takes the current backlog as its new zero, so drift
 costs a pause, never a stall. While a vocoder decodes, the decoder keeps waiting: an overloaded
 vocoder (on CPU a batch of a few dozen windows takes seconds) must not read as lost windows, or
-its queue would grow without bound again. A vocoder marks when its batch began, so one that died
-mid-batch stops counting as decoding after `max_batch_s`."""
+its queue would grow without bound again. A vocoder marks when its batch began, so one that hangs
+mid-batch stops counting as decoding after `max_batch_s`. Each slot also holds its owner's PID: a
+vocoder process killed mid-batch stops counting as decoding at once, and a killed decoder's live
+streams stop counting (Triton 2.51 does not restart a killed model process)."""
 
 from __future__ import annotations
 
@@ -26,12 +28,14 @@ import struct
 import time
 from pathlib import Path
 
-from voxcpm_triton.serving.shared_map import map_shared, release
+from voxcpm_triton.serving.shared_map import map_shared, process_alive, release, write_claim
 
 SLOTS = 64  # writers per role (instances of one model in one server)
 ROLES = ("sent", "decoded")
 LIVE = len(ROLES)  # after the roles' counters: each 'sent' slot's live streams
 BUSY = LIVE + 1  # then each 'decoded' slot's batch start (time.monotonic_ns), 0 between batches
+OWNER = BUSY + 1  # then each slot's owner PID, the roles' slots in the counters' order
+ALIVE_RECHECK_S = 1.0  # how long a PID's liveness is taken as known (the step reads it)
 
 
 def counter_path(server_pid: int) -> Path:
@@ -48,15 +52,21 @@ class WindowCounter:
         for index in range(SLOTS):
             claim = path.with_name(f"{path.name}.{role}{index}")
             try:
-                os.close(os.open(claim, os.O_CREAT | os.O_EXCL, 0o600))
+                descriptor = os.open(claim, os.O_CREAT | os.O_EXCL | os.O_WRONLY, 0o600)
             except FileExistsError:
                 continue
+            try:
+                write_claim(descriptor)
+            finally:
+                os.close(descriptor)
             self._claim = claim
             self._offset = (ROLES.index(role) * SLOTS + index) * 8
             break
         if self._claim is None:
             raise RuntimeError(f"all {SLOTS} '{role}' slots of {path} are taken")
-        self._map = map_shared(path, (BUSY + 1) * SLOTS * 8)  # after the claim (shared_map's doc)
+        self._map = map_shared(path, (OWNER + len(ROLES)) * SLOTS * 8)  # after the claim (shared_map's doc)
+        struct.pack_into("<q", self._map, OWNER * SLOTS * 8 + self._offset, os.getpid())
+        self._alive: dict[int, tuple[float, bool]] = {}  # PID -> (when checked, alive)
         self._path = path
         self._live_offset = (LIVE * SLOTS + index) * 8 if role == "sent" else None
         self._busy_offset = (BUSY * SLOTS + index) * 8 if role == "decoded" else None
@@ -79,19 +89,33 @@ class WindowCounter:
         """A vocoder's batch begins (True) or ends (False)."""
         struct.pack_into("<q", self._map, self._busy_offset, time.monotonic_ns() if busy else 0)
 
+    def _owners(self, role: str) -> tuple[int, ...]:
+        return struct.unpack_from(f"<{SLOTS}q", self._map, (OWNER * SLOTS + ROLES.index(role) * SLOTS) * 8)
+
+    def _owner_alive(self, pid: int) -> bool:
+        now = time.monotonic()
+        checked = self._alive.get(pid)
+        if checked is None or now - checked[0] > ALIVE_RECHECK_S:
+            checked = self._alive[pid] = (now, process_alive(pid))
+        return checked[1]
+
     def decoding(self, max_batch_s: float) -> bool:
-        """Whether some vocoder is in a batch that began less than `max_batch_s` ago."""
+        """Whether some live vocoder is in a batch that began less than `max_batch_s` ago."""
         now = time.monotonic_ns()
         starts = struct.unpack_from(f"<{SLOTS}q", self._map, BUSY * SLOTS * 8)
-        return any(0 < now - start < max_batch_s * 1e9 for start in starts if start)
+        owners = self._owners("decoded")
+        return any(0 < now - start < max_batch_s * 1e9 and self._owner_alive(owner)
+                   for start, owner in zip(starts, owners) if start)
 
     def set_live(self, streams: int) -> None:
         """This decoder's live streams (a 'sent' counter's)."""
         struct.pack_into("<q", self._map, self._live_offset, streams)
 
     def live(self) -> int:
-        """Live streams of all decoders."""
-        return sum(struct.unpack_from(f"<{SLOTS}q", self._map, LIVE * SLOTS * 8))
+        """Live streams of all running decoders."""
+        streams = struct.unpack_from(f"<{SLOTS}q", self._map, LIVE * SLOTS * 8)
+        return sum(count for count, owner in zip(streams, self._owners("sent"))
+                   if count and self._owner_alive(owner))
 
     def close(self) -> None:
         if self._live_offset is not None:
