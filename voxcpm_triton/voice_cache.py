@@ -23,6 +23,7 @@ import hashlib
 import os
 import pickle
 import tempfile
+import unicodedata
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -91,6 +92,10 @@ class VoiceCache:
             raise ValueError("VOICE_ID is empty")
         if len(voice_id) > MAX_VOICE_ID_LENGTH:
             raise ValueError(f"VOICE_ID has {len(voice_id)} characters; allowed 1..{MAX_VOICE_ID_LENGTH}")
+        # A NUL or an escape would make an id that logs and error messages cannot show as sent.
+        control = next((c for c in voice_id if unicodedata.category(c) == "Cc"), None)
+        if control is not None:
+            raise ValueError(f"VOICE_ID holds the control character {control!r}; a voice's name is printable text")
         return voice_id
 
     def _path(self, voice_id: str) -> Path:

@@ -103,7 +103,10 @@ def test_voices_evicted_by_another_instance_meanwhile_are_not_evicted_twice(tmp_
         cache.get(f"v{i}")
 
 
-@pytest.mark.parametrize("voice_id, message", [("", "VOICE_ID is empty"), ("x" * 129, "allowed 1..128")])
+@pytest.mark.parametrize("voice_id, message", [
+    ("", "VOICE_ID is empty"), ("x" * 129, "allowed 1..128"),
+    ("a\x00b", r"VOICE_ID holds the control character '\\x00'"), ("a\x1b[31mb", "control character"),
+])
 def test_bad_voice_ids(tmp_path, voice_id, message):
     with pytest.raises(ValueError, match=message):
         VoiceCache(tmp_path).put(voice_id, _voice(0.0))
