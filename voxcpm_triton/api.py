@@ -23,7 +23,7 @@ import torch
 from voxcpm_triton.audio.chunks import DEFAULT_MAX_NEW
 from voxcpm_triton.audio.prompt_audio import check_unit_range
 from voxcpm_triton.audio.vocoder import WindowedVocoder
-from voxcpm_triton.checkpoint.loader import LoadedCheckpoint, load_checkpoint
+from voxcpm_triton.checkpoint.loader import LoadedCheckpoint, check_device, load_checkpoint
 from voxcpm_triton.config import load_config
 from voxcpm_triton.engine.engine import Engine
 from voxcpm_triton.frontend import Frontend
@@ -80,8 +80,10 @@ def _resolve_devices(devices: DeviceSpec) -> list[torch.device]:
             device = torch.device(f"cuda:{device}" if isinstance(device, int) else device)
         except (RuntimeError, TypeError) as exc:
             raise ValueError(f"devices={devices!r}: {exc}") from None
-        if device.type == "cuda" and not torch.cuda.is_available():
-            raise ValueError(f"devices={devices!r}: CUDA is not available on this machine")
+        try:
+            check_device(device)
+        except ValueError as exc:
+            raise ValueError(f"devices={devices!r}: {exc}") from None
         resolved.append(device)
     if not resolved:
         raise ValueError("devices must name at least one device (or be None / 'cpu')")

@@ -11,7 +11,7 @@ import soundfile
 import torch
 
 from tests.reference_shim import import_reference
-from voxcpm_triton.api import VoxCPM
+from voxcpm_triton.api import VoxCPM, _resolve_devices
 from voxcpm_triton.checkpoint.make import make_checkpoint
 
 torch.set_num_threads(1)  # tiny model: threads only add contention on the shared CI cores
@@ -154,3 +154,15 @@ def test_audio_matches_reference_generate(checkpoint, tts, tmp_path, mode):
     got = tts.generate_full(TEXT, seed=7, inference_timesteps=6, cfg_value=2.0, **our_kwargs)
     assert got.shape == expected.shape
     assert np.abs(got - expected).max() <= AUDIO_TOLERANCE
+
+
+@pytest.mark.parametrize("visible, devices, message", [
+    (0, 0, r"devices=\[0\]: device 'cuda:0': this process sees no CUDA GPU"),
+    (1, ["cpu", "cuda:3"], r"devices=\['cpu', 'cuda:3'\]: device 'cuda:3': this process sees 1 CUDA GPU"),
+    (1, "no-such-device", r"devices=\['no-such-device'\]"),
+])
+def test_devices_this_process_cannot_use_are_refused_before_loading(monkeypatch, visible, devices, message):
+    monkeypatch.setattr(torch.cuda, "is_available", lambda: visible > 0)
+    monkeypatch.setattr(torch.cuda, "device_count", lambda: visible)
+    with pytest.raises(ValueError, match=message):
+        _resolve_devices(devices)

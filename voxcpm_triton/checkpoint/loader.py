@@ -48,7 +48,7 @@ def _load_model(folder: Path, config: ModelConfig, dtype: torch.dtype, device: t
     return model.eval()
 
 
-def _check_device(device: torch.device | str) -> None:
+def check_device(device: torch.device | str) -> None:
     """A device this process cannot use is named as such before any file is read; otherwise the
     weight file's read fails first and reads as a damaged file."""
     device = torch.device(device)
@@ -69,7 +69,7 @@ def load_checkpoint(folder: str | Path, dtype: torch.dtype = torch.float32, devi
     only the AudioVAE and the tokenizer, and a full-size LM would cost them ~9 GB and its init time.
     lora: an official LoRA adapter folder, merged into the model's weights (checkpoint.lora)."""
     folder = Path(folder)
-    _check_device(device)
+    check_device(device)
     if dtype not in _SUPPORTED_DTYPES:
         raise ValueError(f"dtype={dtype}; allowed: {', '.join(str(d) for d in _SUPPORTED_DTYPES)}")
     config = load_config(folder)
