@@ -72,19 +72,12 @@ trap stop_server EXIT
 STARTED=$(date +%s)
 "$PY" - "$TRITON_HTTP_PORT" "$SERVER_PID" <<'EOF' || { echo "[demo] tritonserver did not become ready; last lines of $LOG:" >&2; tail -n 40 "$LOG" >&2; exit 1; }
 import sys, time, urllib.request
+from voxcpm_triton.serving.shared_map import process_alive
 port, pid = sys.argv[1], int(sys.argv[2])
-
-def running():
-    # A server that exited stays a zombie until this script's shell reaps it: /proc tells them apart.
-    try:
-        with open(f"/proc/{pid}/stat") as stat:
-            return stat.read().rpartition(")")[2].split()[0] != "Z"
-    except FileNotFoundError:
-        return False
 
 deadline = time.monotonic() + 300
 while time.monotonic() < deadline:
-    if not running():
+    if not process_alive(pid):  # one that exited stays a zombie until this script's shell reaps it
         sys.exit(1)
     try:
         with urllib.request.urlopen(f"http://127.0.0.1:{port}/v2/health/ready", timeout=2) as reply:
