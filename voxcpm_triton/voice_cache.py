@@ -90,6 +90,10 @@ class VoiceCache:
     def check_id(voice_id: str) -> str:
         if not voice_id or not voice_id.strip():
             raise ValueError("VOICE_ID is empty")
+        # Format characters (zero-width joiners, direction marks) belong inside a name (emoji
+        # sequences need them); an id of nothing else would look empty wherever it is shown.
+        if all(c.isspace() or unicodedata.category(c) == "Cf" for c in voice_id):
+            raise ValueError("VOICE_ID shows nothing: it holds only spaces and invisible format characters")
         if len(voice_id) > MAX_VOICE_ID_LENGTH:
             raise ValueError(f"VOICE_ID has {len(voice_id)} characters; allowed 1..{MAX_VOICE_ID_LENGTH}")
         # A NUL or an escape would make an id that logs and error messages cannot show as sent.

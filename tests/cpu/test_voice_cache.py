@@ -106,10 +106,18 @@ def test_voices_evicted_by_another_instance_meanwhile_are_not_evicted_twice(tmp_
 @pytest.mark.parametrize("voice_id, message", [
     ("", "VOICE_ID is empty"), ("x" * 129, "allowed 1..128"),
     ("a\x00b", r"VOICE_ID holds the control character '\\x00'"), ("a\x1b[31mb", "control character"),
+    ("\u200b\u200d", "shows nothing"), (" \u2060 ", "shows nothing"),
 ])
 def test_bad_voice_ids(tmp_path, voice_id, message):
     with pytest.raises(ValueError, match=message):
         VoiceCache(tmp_path).put(voice_id, _voice(0.0))
+
+
+def test_voice_id_with_format_characters_inside_a_name(tmp_path):
+    cache = VoiceCache(tmp_path)
+    family = "\U0001F469\u200d\U0001F467"  # an emoji sequence joined by a zero-width joiner
+    cache.put(family, _voice(0.0))
+    assert cache.get(family) is not None
 
 
 def _churn(folder: str, worker: int, rounds: int) -> int:
