@@ -14,7 +14,7 @@ from pathlib import Path
 import numpy as np
 import soundfile
 
-from client.streaming import StreamStats, VoxCPMClient, VoxCPMError
+from client.streaming import StreamStats, VoxCPMClient, VoxCPMError, build_inputs
 
 
 def parse_args(argv: list[str] | None) -> argparse.Namespace:
@@ -22,7 +22,8 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
     parser.add_argument("text", nargs="?",
                         help='text to speak; "-" reads it from standard input (not needed with --register-only)')
     parser.add_argument("-o", "--output", default="out.wav", help="WAV file to write (default out.wav)")
-    parser.add_argument("--url", default="127.0.0.1:8001", help="tritonserver gRPC address")
+    parser.add_argument("--url", default="127.0.0.1:8001",
+                        help="tritonserver gRPC address (default 127.0.0.1:8001)")
     parser.add_argument("--prompt-wav", help="voice recording to continue with --prompt-text, or without it (VoxCPM2) "
                         "to imitate (any rate soundfile reads; channels are averaged)")
     parser.add_argument("--prompt-text", help="transcript of --prompt-wav (continuation mode)")
@@ -91,6 +92,16 @@ def main(argv: list[str] | None = None) -> int:
     voice = dict(prompt_audio=prompt_audio, prompt_sample_rate=prompt_rate, prompt_text=args.prompt_text,
                  reference_audio=reference_audio, reference_sample_rate=reference_rate)
     try:
+        # A value its tensor cannot hold (a seed past int64, timesteps past int32) is refused here,
+        # before anything is sent: the server would get it wrapped.
+        inputs = None if args.register_only else build_inputs(
+            _read_text(args.text), **voice, voice_id=args.voice_id, cfg_value=args.cfg_value,
+            timesteps=args.timesteps, max_seconds=args.max_seconds, seed=args.seed,
+            normalize=args.normalize or None)
+    except (TypeError, ValueError) as exc:
+        print(f"invalid request: {exc}", file=sys.stderr)
+        return 2
+    try:
         if args.register_only:
             if (prompt_audio is None and reference_audio is None) or not args.voice_id:
                 print("--register-only needs --voice-id and --prompt-wav or --reference-wav", file=sys.stderr)
@@ -103,17 +114,7 @@ def main(argv: list[str] | None = None) -> int:
         # On a terminal the progress line is rewritten in place; in a log or a pipe, where the
         # carriage returns would leave every update glued on one line, only the final count shows.
         live = sys.stdout.isatty()
-        for chunk in client.stream(
-            _read_text(args.text),
-            stats,
-            **voice,
-            voice_id=args.voice_id,
-            cfg_value=args.cfg_value,
-            timesteps=args.timesteps,
-            max_seconds=args.max_seconds,
-            seed=args.seed,
-            normalize=args.normalize or None,
-        ):
+        for chunk in client.stream_inputs(inputs, stats):
             chunks.append(chunk)
             if stats.chunks == 1:
                 print(f"first chunk after {stats.first_chunk_s * 1000:.1f} ms")

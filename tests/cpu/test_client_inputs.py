@@ -90,3 +90,14 @@ def test_an_output_the_cli_cannot_write_is_refused_before_the_synthesis(tmp_path
                             (tmp_path / "x.foo", "soundfile writes no '.foo' files")):
         assert main(["Hi.", "--url", "127.0.0.1:1", "-o", str(output)]) == 2
         assert message in capsys.readouterr().err
+
+
+@pytest.mark.parametrize("option, message", [
+    (["--timesteps", "3000000000"], "timesteps=3000000000 does not fit the server's int32 tensor"),
+    (["--seed", str(2**63)], "does not fit the server's int64 tensor"),
+])
+def test_a_cli_value_its_tensor_cannot_hold_is_one_line_before_any_request(tmp_path, capsys, option, message):
+    # No server listens on port 1: the value must be refused before the request.
+    assert main(["Hi.", "--url", "127.0.0.1:1", "-o", str(tmp_path / "x.wav"), *option]) == 2
+    err = capsys.readouterr().err
+    assert err.startswith("invalid request: ") and message in err and "Traceback" not in err
