@@ -10,9 +10,9 @@
 #   VOXCPM_CHECKPOINT=DIR   serve this checkpoint folder instead of the demo one
 #   DEMO_OUT=FILE           WAV file to write (default out.wav in the repository root; a relative
 #                           path is taken from the directory the demo was started in)
-#   DEMO_MAX_SECONDS=S      stop the stream after S seconds of audio, rounded up to whole 160 ms
-#                           patches (default 5; the random-weight demo checkpoint's stop head
-#                           usually ends it after a few patches)
+#   DEMO_MAX_SECONDS=S      stop the stream after S seconds of audio, rounded up to whole patches
+#                           (160 ms; VoxCPM-0.5B's 80 ms; default 5: the random-weight demo
+#                           checkpoint's stop head usually ends it after a few patches)
 #   TRITON_*                ports/address/config name, as build/tritonserver.sh documents
 #                           (the ports default to free ones here)
 set -euo pipefail

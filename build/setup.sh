@@ -223,7 +223,7 @@ else
     log "making the demo checkpoint at $CKPT"
     rm -rf "$CKPT.tmp" "$CKPT"
     mkdir -p "$(dirname "$CKPT")"
-    "$VENV/bin/python" -m voxcpm_triton.checkpoint.make --variant voxcpm2 --size tiny --out "$CKPT.tmp"
+    "$VENV/bin/python" -m voxcpm_triton.checkpoint.make --variant voxcpm2 --size tiny --out "$CKPT.tmp" >/dev/null
     mv "$CKPT.tmp" "$CKPT"
     stamp_set checkpoint "$CKPT_KEY"
 fi
