@@ -22,8 +22,10 @@ from __future__ import annotations
 
 import os
 import subprocess
+from pathlib import Path
 
 POLL_S = 0.5
+STUB_PROGRAM = "triton_python_backend_stub"
 
 # $1 stub pid, $2 server pid, $3 poll seconds. The fields of /proc/<pid>/stat after the command
 # name: 2 is the parent, 20 the start time, which tells the stub from a later process that reuses
@@ -49,3 +51,22 @@ def exit_with_server(server_pid: int, poll_s: float = POLL_S) -> subprocess.Pope
     return subprocess.Popen(["/bin/sh", "-c", _WATCH, "orphan-guard", str(os.getpid()), str(server_pid), str(poll_s)],
                             stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
                             close_fds=True)
+
+
+def stub_server_pid(argv: list[str]) -> int | None:
+    """The server's PID on a Python-backend stub's command line (Triton 2.51: the program, the
+    model's file, the shared memory region, its two sizes, then the server's PID), or None for any
+    other command line."""
+    if len(argv) > 5 and Path(argv[0]).name == STUB_PROGRAM and argv[5].isdigit():
+        return int(argv[5])
+    return None
+
+
+def server_pid() -> int:
+    """The PID of the tritonserver that started this stub process. The parent's PID alone is wrong
+    when the server died while the model loaded: the stub is then init's child (1). Its guard
+    would watch the wrong process and the shared boards named after it would never be removed. In
+    one CI run a server aborted during start-up (boost's lock_exception in Triton's backend); it
+    left two stubs running and /dev/shm/voxcpm-acks-1 behind."""
+    argv = Path("/proc/self/cmdline").read_bytes().decode(errors="replace").split("\0")
+    return stub_server_pid(argv) or os.getppid()

@@ -5,7 +5,6 @@ from __future__ import annotations
 
 import itertools
 import json
-import os
 
 import numpy as np
 import triton_python_backend_utils as pb_utils
@@ -17,7 +16,7 @@ from voxcpm_triton.serving import inputs, model_settings
 from voxcpm_triton.serving.cancel_board import CancelBoard, board_folder
 from voxcpm_triton.serving.engine_loop import EngineLoop
 from voxcpm_triton.serving.first_window_gate import FirstWindowGate
-from voxcpm_triton.serving.orphan_guard import exit_with_server
+from voxcpm_triton.serving.orphan_guard import exit_with_server, server_pid
 from voxcpm_triton.serving.request_tensors import WIRE_DTYPES, from_wire
 from voxcpm_triton.serving.step_meter import COUNTERS, StepMeter, StepTotals
 from voxcpm_triton.serving.stream_ids import new_stream_id, request_id_of
@@ -98,7 +97,8 @@ class _StepCounters:
 
 class TritonPythonModel:
     def initialize(self, args: dict[str, str]) -> None:
-        exit_with_server(os.getppid())  # the stub's parent is tritonserver
+        server = server_pid()
+        exit_with_server(server)
         model_config = json.loads(args["model_config"])
         if not pb_utils.using_decoupled_model_transaction_policy(model_config):
             raise pb_utils.TritonModelException("ar_decoder streams many responses per request: set decoupled: true")
@@ -138,9 +138,9 @@ class TritonPythonModel:
         self.ids = itertools.count()
         # Shared by this server's ar_decoder instances: a CANCEL_ID may reach any of them. The stub's
         # parent process is tritonserver.
-        self.board = CancelBoard(board_folder(os.getppid()))
-        self.window_counter = WindowCounter(counter_path(os.getppid()), "sent")
-        self.acks = AckBoard(board_path(os.getppid()))
+        self.board = CancelBoard(board_folder(server))
+        self.window_counter = WindowCounter(counter_path(server), "sent")
+        self.acks = AckBoard(board_path(server))
         gate = BacklogGate(self.window_counter, windows_ahead).wait if windows_ahead else None
         first_windows = None
         if first_window_wait_ms:

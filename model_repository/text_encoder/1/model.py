@@ -2,14 +2,13 @@
 
 from __future__ import annotations
 
-import os
 import traceback
 
 import triton_python_backend_utils as pb_utils
 
 from voxcpm_triton.frontend import Frontend
 from voxcpm_triton.serving import model_settings
-from voxcpm_triton.serving.orphan_guard import exit_with_server
+from voxcpm_triton.serving.orphan_guard import exit_with_server, server_pid
 from voxcpm_triton.serving.text_encoding import TextEncoding
 from voxcpm_triton.serving.window_acks import AckBoard, board_path
 from voxcpm_triton.voice_cache import VoiceCache, latent_space_key, voices_folder
@@ -17,14 +16,14 @@ from voxcpm_triton.voice_cache import VoiceCache, latent_space_key, voices_folde
 
 class TritonPythonModel:
     def initialize(self, args: dict[str, str]) -> None:
-        exit_with_server(os.getppid())  # the stub's parent is tritonserver
+        server = server_pid()
+        exit_with_server(server)
         parameters, folder, device, loaded = model_settings.load_audio_side(args)
         vae = loaded.audio_vae
         seconds_per_patch = loaded.config.patch_size * vae.decode_hop_length / vae.sample_rate
         capacity = model_settings.int_parameter(parameters, "voice_cache_size", 1024, 1, 1_000_000)
-        # Shared by this server's text_encoder instances (the stub's parent process is tritonserver).
+        # Shared by this server's text_encoder instances.
         # The server's own tmpfs folder goes with its last instance; one a setting names outlives it.
-        server = os.getppid()
         voice_folder = model_settings.voice_folder(parameters, args["model_repository"], server)
         voices = VoiceCache(voice_folder, capacity, owned=voice_folder == voices_folder(server),
                             latent_space=latent_space_key(vae))

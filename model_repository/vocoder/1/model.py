@@ -3,14 +3,13 @@ Each request is a WINDOW whose last NEW_PATCHES patches (1 if absent) are return
 
 from __future__ import annotations
 
-import os
 
 import numpy as np
 import triton_python_backend_utils as pb_utils
 
 from voxcpm_triton.audio.vocoder import WindowedVocoder
 from voxcpm_triton.serving import model_settings
-from voxcpm_triton.serving.orphan_guard import exit_with_server
+from voxcpm_triton.serving.orphan_guard import exit_with_server, server_pid
 from voxcpm_triton.serving.warm_up import warm_up_vocoder
 from voxcpm_triton.serving.window_acks import AckBoard, board_path
 from voxcpm_triton.serving.window_backlog import WindowCounter, counter_path
@@ -18,16 +17,17 @@ from voxcpm_triton.serving.window_backlog import WindowCounter, counter_path
 
 class TritonPythonModel:
     def initialize(self, args: dict[str, str]) -> None:
-        exit_with_server(os.getppid())  # the stub's parent is tritonserver
+        server = server_pid()
+        exit_with_server(server)
         parameters, folder, device, loaded = model_settings.load_audio_side(args)
         # CUDA graphs cover the windows of up to this many new patches (ar_decoder's chunk_patches).
         self.vocoder = WindowedVocoder(loaded.audio_vae, loaded.config.patch_size,
                                        max_new_patches=model_settings.chunk_patches(parameters))
         warm_up_vocoder(self.vocoder)
         # Windows decoded, read by ar_decoder's back-pressure (the stub's parent is tritonserver).
-        self.window_counter = WindowCounter(counter_path(os.getppid()), "decoded")
+        self.window_counter = WindowCounter(counter_path(server), "decoded")
         # Windows decoded per stream: a decoder ends a stream whose windows stopped arriving here.
-        self.acks = AckBoard(board_path(os.getppid()))
+        self.acks = AckBoard(board_path(server))
         self.sample_rate = np.array([[self.vocoder.sample_rate]], dtype=np.int32)
         pb_utils.Logger.log_info(
             f"vocoder: checkpoint {folder} on {device}, window {self.vocoder.window_patches} patches"
