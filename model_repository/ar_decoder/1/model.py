@@ -136,8 +136,7 @@ class TritonPythonModel:
         self.slot_gauge.set(0)
         self.step_counters = _StepCounters(labels)
         self.ids = itertools.count()
-        # Shared by this server's ar_decoder instances: a CANCEL_ID may reach any of them. The stub's
-        # parent process is tritonserver.
+        # Shared by this server's ar_decoder instances: a CANCEL_ID may reach any of them.
         self.board = CancelBoard(board_folder(server))
         self.window_counter = WindowCounter(counter_path(server), "sent")
         self.acks = AckBoard(board_path(server))

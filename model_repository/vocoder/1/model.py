@@ -3,7 +3,6 @@ Each request is a WINDOW whose last NEW_PATCHES patches (1 if absent) are return
 
 from __future__ import annotations
 
-
 import numpy as np
 import triton_python_backend_utils as pb_utils
 
@@ -24,7 +23,7 @@ class TritonPythonModel:
         self.vocoder = WindowedVocoder(loaded.audio_vae, loaded.config.patch_size,
                                        max_new_patches=model_settings.chunk_patches(parameters))
         warm_up_vocoder(self.vocoder)
-        # Windows decoded, read by ar_decoder's back-pressure (the stub's parent is tritonserver).
+        # Windows decoded, read by the ar_decoder's back-pressure.
         self.window_counter = WindowCounter(counter_path(server), "decoded")
         # Windows decoded per stream: a decoder ends a stream whose windows stopped arriving here.
         self.acks = AckBoard(board_path(server))
