@@ -26,6 +26,7 @@ from voxcpm_triton.audio.vocoder import WindowedVocoder
 from voxcpm_triton.checkpoint.loader import LoadedCheckpoint, check_device, load_checkpoint
 from voxcpm_triton.config import load_config
 from voxcpm_triton.engine.engine import Engine
+from voxcpm_triton.engine.request import CFG_VALUE_DEFAULT, TIMESTEPS_DEFAULT
 from voxcpm_triton.frontend import Frontend
 from voxcpm_triton.serving.engine_loop import EngineLoop
 
@@ -174,8 +175,8 @@ class VoxCPM:
     def generate(self, target_text: str, prompt_wav: AudioInput = None, prompt_text: str | None = None,
                  prompt_sample_rate: int | None = None, reference_wav: AudioInput = None,
                  reference_sample_rate: int | None = None,
-                 cfg_value: float = 2.0, inference_timesteps: int = 10, seed: int = 0, max_len: int | None = None,
-                 min_len: int = 2, normalize: bool = False) -> Iterator[np.ndarray]:
+                 cfg_value: float = CFG_VALUE_DEFAULT, inference_timesteps: int = TIMESTEPS_DEFAULT, seed: int = 0,
+                 max_len: int | None = None, min_len: int = 2, normalize: bool = False) -> Iterator[np.ndarray]:
         """Yield float32 PCM chunks at `sample_rate`: the first holds one latent patch, the next 2,
         then 4 each (audio.chunks), the last what is left.
 

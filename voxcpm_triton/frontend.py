@@ -17,7 +17,7 @@ import torch
 from voxcpm_triton.audio.prompt_audio import Padding, encode_audio
 from voxcpm_triton.checkpoint.loader import LoadedCheckpoint
 from voxcpm_triton.engine.prefill import build_prefill
-from voxcpm_triton.engine.request import GenerationRequest
+from voxcpm_triton.engine.request import CFG_VALUE_DEFAULT, TIMESTEPS_DEFAULT, GenerationRequest
 from voxcpm_triton.text.normalize import clean_text
 from voxcpm_triton.text.spoken_form import SpokenForm
 
@@ -51,7 +51,7 @@ class Frontend:
                 reference_audio: np.ndarray | torch.Tensor | None = None,
                 reference_sample_rate: int | None = None, reference_latents: torch.Tensor | None = None,
                 request_id: str | None = None, min_len: int = 2, max_len: int | None = None,
-                cfg_value: float = 2.0, timesteps: int = 10, seed: int = 0,
+                cfg_value: float = CFG_VALUE_DEFAULT, timesteps: int = TIMESTEPS_DEFAULT, seed: int = 0,
                 normalize: bool = False) -> GenerationRequest:
         if not isinstance(text, str) or not text.strip():
             raise ValueError("text must be a non-empty string")

@@ -13,7 +13,10 @@ import torch
 PATCHES_PER_TEXT_TOKEN = 6.0
 EXTRA_PATCHES = 10
 
-# Allowed sampling settings, inclusive; the server's tensors and the in-process API share them.
+# Sampling defaults (the reference's) and allowed ranges, inclusive; the server's tensors, the
+# in-process API, the frontend and the engine's start-up graphs share them.
+CFG_VALUE_DEFAULT = 2.0
+TIMESTEPS_DEFAULT = 10
 CFG_VALUE_RANGE = (0.0, 10.0)
 TIMESTEPS_RANGE = (1, 100)
 SEED_RANGE = (0, 2**63 - 1)
@@ -48,8 +51,8 @@ class GenerationRequest:
     context_patches: torch.Tensor
     min_len: int = 2
     max_len: int | None = None
-    cfg_value: float = 2.0
-    timesteps: int = 10
+    cfg_value: float = CFG_VALUE_DEFAULT
+    timesteps: int = TIMESTEPS_DEFAULT
     seed: int = 0
     target_text_tokens: int | None = None
 

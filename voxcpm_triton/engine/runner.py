@@ -27,6 +27,7 @@ from voxcpm_triton.engine.device_guard import current, on_own_device
 from voxcpm_triton.engine.noise import NoiseRing, block_from_env
 from voxcpm_triton.engine.pending_step import PendingStep, StagingBuffers
 from voxcpm_triton.engine.prefill_graphs import MAX_ROWS, PrefillGraphs, graphable_prefill, length_bucket
+from voxcpm_triton.engine.request import TIMESTEPS_DEFAULT
 from voxcpm_triton.engine.scheduler import Stream
 from voxcpm_triton.engine.slots import KVCache
 from voxcpm_triton.model.fast_path import (compile_layers, compile_requested, custom_ops_requested, enable_custom_ops,
@@ -39,7 +40,6 @@ from voxcpm_triton.model.voxcpm import VoxCPMModel
 from voxcpm_triton import ops
 from voxcpm_triton.ops import library as ops_library
 
-DEFAULT_TIMESTEPS = 10  # GenerationRequest's default: the graphs captured at start
 KERNEL_HEAD_DIMS = (64, 128)  # what decode_attention supports on the GPU
 
 
@@ -123,7 +123,7 @@ class ModelRunner:
                                                 self.scratch_slot)
             self.graphs = StepGraphs(self._fixed_advance, self.device, max_slots, self.scratch_slot)
             if warm_up_graphs:
-                self.graphs.warm_up(DEFAULT_TIMESTEPS)
+                self.graphs.warm_up(TIMESTEPS_DEFAULT)  # a request's default: captured at start
                 self.prefill_graphs.warm_up(self.max_context, tuple(b for b in self.buckets if b <= MAX_ROWS))
 
     def _upload(self, values: torch.Tensor | list) -> torch.Tensor:

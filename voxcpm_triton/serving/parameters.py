@@ -10,11 +10,10 @@ from typing import Callable
 
 import numpy as np
 
-from voxcpm_triton.engine.request import CFG_VALUE_RANGE, SEED_RANGE, TIMESTEPS_RANGE
+from voxcpm_triton.engine.request import (CFG_VALUE_DEFAULT, CFG_VALUE_RANGE, SEED_RANGE, TIMESTEPS_DEFAULT,
+                                          TIMESTEPS_RANGE)
 from voxcpm_triton.serving.inputs import in_range, scalar
 
-CFG_VALUE_DEFAULT = 2.0
-TIMESTEPS_DEFAULT = 10
 MAX_SECONDS_RANGE = (0.1, 600.0)
 FP32_EPSILON = float(np.finfo(np.float32).eps)
 
