@@ -215,9 +215,7 @@ CKPT="$OUT/checkpoints/voxcpm2-tiny"
 # The generator's output depends on the model/audio/text code (parameter names and shapes), so any
 # change in the package regenerates it; it takes seconds.
 CKPT_KEY="$(hash_of "$VENV_KEY" $(find "$ROOT/voxcpm_triton" -name '*.py' -type f | sort))"
-if [ ! -f "$ROOT/voxcpm_triton/checkpoint/make.py" ]; then
-    log "demo checkpoint: skipped (voxcpm_triton/checkpoint/make.py not present yet)"
-elif [ -f "$CKPT/config.json" ] && stamp_ok checkpoint "$CKPT_KEY"; then
+if [ -f "$CKPT/config.json" ] && stamp_ok checkpoint "$CKPT_KEY"; then
     log "demo checkpoint up to date ($CKPT)"
 else
     log "making the demo checkpoint at $CKPT"

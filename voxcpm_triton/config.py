@@ -11,7 +11,7 @@ from __future__ import annotations
 import copy
 import json
 import math
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Mapping
 
@@ -198,7 +198,8 @@ class LocalStackConfig:
 
 @dataclass(frozen=True)
 class CfmConfig:
-    """Flow-matching settings; only sigma_min/solver/inference_cfg_rate matter at inference."""
+    """Flow-matching settings as config.json holds them. Inference uses only `solver`, which must be
+    "euler"; the CFG value comes with each request."""
 
     sigma_min: float = 1e-6
     solver: str = "euler"
@@ -229,7 +230,6 @@ class ModelConfig:
     audio_vae: dict[str, Any]
     max_length: int
     dtype: str
-    raw: dict[str, Any] = field(repr=False, compare=False, default_factory=dict)
     audio_start_token: int = AUDIO_START_TOKEN
     audio_end_token: int = AUDIO_END_TOKEN
     ref_audio_start_token: int = REF_AUDIO_START_TOKEN
@@ -452,7 +452,6 @@ def parse_config(raw: dict[str, Any]) -> ModelConfig:
         audio_vae=audio_vae,
         max_length=positive_int(top["max_length"], "max_length"),
         dtype=dtype,
-        raw=raw,
     )
     for name, stack in (("encoder_config", config.encoder_lm), ("dit_config", config.dit_lm)):
         if stack.num_attention_heads % lm.num_key_value_heads:

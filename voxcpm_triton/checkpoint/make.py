@@ -6,8 +6,8 @@ Layout (as released): config.json, model.safetensors (no audio_vae.* keys), audi
 {"state_dict": ...} (fp32, weight-norm pairs weight_g/weight_v), tokenizer.json,
 tokenizer_config.json (LlamaTokenizerFast) and special_tokens_map.json.
 
-"tiny" checkpoints (a few MB, fp32, seconds on CPU) are the test fixtures and embedded default for
-all three variants; "full" is a VoxCPM2-shaped bf16 checkpoint (~2.3 B parameters) for GPU
+"tiny" checkpoints (a few MB, fp32, seconds on CPU) are the test fixtures of all three variants,
+and voxcpm2's is the default the server and the demo load; "full" is a VoxCPM2-shaped bf16 checkpoint (~2.3 B parameters) for GPU
 benchmarks. Weights come from one seeded generator walked in sorted key order, so the same
 arguments give byte-identical tensors. Scales are chosen so activations stay O(1) at any width:
 no NaN/inf in bf16 and an audible (non-saturated, non-silent) decoder output.

@@ -11,9 +11,12 @@ forward under torch.compile (inductor). `enable_fp8` gives the LocDiT's GEMMs FP
 weights for large batches (opt-in precision mode). `enable_sm90_gate_up` gives the LocDiT's MLPs
 the interleaved gate_up copy of the Hopper GEMM with SwiGLU in its epilogue. `enable_folded_norms`
 gives the LocDiT's layers copies of their qkv and gate_up weights with the RMSNorm weights folded
-in, so that many-row stack calls write no normed rows. Environment: VOXCPM_CUSTOM_OPS=0,
-VOXCPM_COMPILE=1, VOXCPM_FP8=1 (VOXCPM_FP8_MIN_ROWS, default 1024), VOXCPM_SM90_GATE_UP=0,
-VOXCPM_FOLDED_NORMS=0.
+in, so that many-row stack calls write no normed rows. `enable_folded_statistics` gives the paths
+where the kernel after a GEMM computes the norm's row statistic their folded weights (the LMs'
+layers past skinny_gemm's rows, LocEnc's and the LocDiT's mid-sized sequences). Environment:
+VOXCPM_CUSTOM_OPS=0, VOXCPM_COMPILE=1, VOXCPM_FP8=1 (VOXCPM_FP8_MIN_ROWS, default 1024),
+VOXCPM_SM90_GATE_UP=0, VOXCPM_FOLDED_NORMS=0, and VOXCPM_FOLDED_DECODE=0 / VOXCPM_FOLDED_ENCODER=0 /
+VOXCPM_FOLDED_DIT=0 (enable_folded_statistics' three paths).
 """
 
 from __future__ import annotations

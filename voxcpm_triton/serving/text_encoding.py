@@ -9,7 +9,7 @@ from typing import Callable
 
 import numpy as np
 
-from voxcpm_triton.frontend import MAX_TEXT_CHARS
+from voxcpm_triton.frontend import MAX_TEXT_CHARS, Frontend
 from voxcpm_triton.serving import inputs
 from voxcpm_triton.serving.inputs import InputError
 from voxcpm_triton.serving.parameters import read_sampling_parameters
@@ -21,9 +21,9 @@ Getter = Callable[[str], "np.ndarray | None"]
 
 
 class TextEncoding:
-    """`frontend` is a voxcpm_triton.frontend.Frontend; `seconds_per_patch` converts MAX_SECONDS."""
+    """`seconds_per_patch` converts MAX_SECONDS."""
 
-    def __init__(self, frontend, voices: VoiceCache, seconds_per_patch: float) -> None:
+    def __init__(self, frontend: Frontend, voices: VoiceCache, seconds_per_patch: float) -> None:
         self.frontend = frontend
         self.voices = voices
         self.seconds_per_patch = seconds_per_patch

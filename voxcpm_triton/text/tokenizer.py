@@ -145,5 +145,3 @@ class TextTokenizer:
                 token_id = self.unk_id
             ids.append(token_id)
         return ids
-
-    __call__ = encode
