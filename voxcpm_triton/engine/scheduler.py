@@ -39,16 +39,12 @@ class Batch:
 
 
 class Scheduler:
-    def __init__(self, max_slots: int, max_context: int, window_patches: int, max_prefill_tokens: int | None = None,
-                 max_prefill_rows: int | None = None):
+    def __init__(self, max_slots: int, max_context: int, window_patches: int, max_prefill_tokens: int | None = None):
         if window_patches < 1:
             raise ValueError(f"window_patches must be >= 1, got {window_patches}")
         if max_prefill_tokens is not None and max_prefill_tokens < 1:
             raise ValueError(f"max_prefill_tokens must be >= 1 or None, got {max_prefill_tokens}")
-        if max_prefill_rows is not None and max_prefill_rows < 1:
-            raise ValueError(f"max_prefill_rows must be >= 1 or None, got {max_prefill_rows}")
         self.max_prefill_tokens = max_prefill_tokens
-        self.max_prefill_rows = max_prefill_rows
         self.slots = SlotPool(max_slots)
         self.max_context = max_context
         self.window_patches = window_patches
@@ -77,9 +73,9 @@ class Scheduler:
         """Drop cancelled streams, admit queued requests into free slots, and return the batch.
 
         Admission is FIFO; with max_prefill_tokens set, a step admits prompts only while their
-        total length fits (at least one), and with max_prefill_rows set at most that many (on
-        CUDA: the largest captured prefill graph), so a burst of arrivals does not stall running
-        streams behind one huge prefill."""
+        total length fits (at least one), so a burst of arrivals does not stall running streams
+        behind one huge prefill. (The runner splits one step's admissions into prefill graphs of
+        at most prefill_graphs.MAX_ROWS prompts itself.)"""
         ended = [self._end(stream, error="cancelled") for stream in list(self.running.values())
                  if stream.request.request_id in self._cancelled]
         kept = deque()
@@ -93,8 +89,6 @@ class Scheduler:
         admitted = []
         prefill_tokens = 0
         while self.queue and self.slots.free:
-            if self.max_prefill_rows is not None and len(admitted) >= self.max_prefill_rows:
-                break
             length = self.queue[0].prompt_length
             if admitted and self.max_prefill_tokens is not None and prefill_tokens + length > self.max_prefill_tokens:
                 break
