@@ -4,7 +4,6 @@ flatten the resulting GenerationRequest into the tensors ar_decoder takes."""
 
 from __future__ import annotations
 
-import dataclasses
 from typing import Callable
 
 import numpy as np
@@ -105,25 +104,16 @@ class TextEncoding:
         parameters = read_sampling_parameters(get)
         normalize = inputs.scalar("NORMALIZE", get("NORMALIZE"), bool, False)
         voice, register_as = self._voice(get)
+        sampling = dict(max_len=parameters.max_patches(self.seconds_per_patch), cfg_value=parameters.cfg_value,
+                        timesteps=parameters.timesteps, seed=parameters.seed, normalize=normalize)
         try:
             if voice is None:
-                request = self.frontend.prepare(text, normalize=normalize)
+                request = self.frontend.prepare(text, **sampling)
             else:
                 request = self.frontend.prepare(text, prompt_text=voice.prompt_text, prompt_latents=voice.prompt,
-                                                reference_latents=voice.reference, normalize=normalize)
+                                                reference_latents=voice.reference, **sampling)
         except (NormalizerUnavailable, NormalizationFailed) as exc:
             raise InputError(f"NORMALIZE: {exc}") from None
-        max_len = request.max_len
-        limit = parameters.max_patches(self.seconds_per_patch)
-        if limit is not None:
-            max_len = limit if max_len is None else min(max_len, limit)
-        request = dataclasses.replace(
-            request,
-            max_len=max_len,
-            cfg_value=parameters.cfg_value,
-            timesteps=parameters.timesteps,
-            seed=parameters.seed,
-        )
         wire = to_wire(request)
         if register_as is not None:  # only a request that is ready registers its voice
             self.voices.put(register_as, voice)
