@@ -104,14 +104,14 @@ class TextEncoding:
         parameters = read_sampling_parameters(get)
         normalize = inputs.scalar("NORMALIZE", get("NORMALIZE"), bool, False)
         voice, register_as = self._voice(get)
-        sampling = dict(max_len=parameters.max_patches(self.seconds_per_patch), cfg_value=parameters.cfg_value,
+        settings = dict(max_len=parameters.max_patches(self.seconds_per_patch), cfg_value=parameters.cfg_value,
                         timesteps=parameters.timesteps, seed=parameters.seed, normalize=normalize)
         try:
             if voice is None:
-                request = self.frontend.prepare(text, **sampling)
+                request = self.frontend.prepare(text, **settings)
             else:
                 request = self.frontend.prepare(text, prompt_text=voice.prompt_text, prompt_latents=voice.prompt,
-                                                reference_latents=voice.reference, **sampling)
+                                                reference_latents=voice.reference, **settings)
         except (NormalizerUnavailable, NormalizationFailed) as exc:
             raise InputError(f"NORMALIZE: {exc}") from None
         wire = to_wire(request)
