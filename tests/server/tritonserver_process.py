@@ -206,8 +206,8 @@ def start_server(
     command += list(extra_args)
     log_path = workdir / "tritonserver.log"
     for attempt in (1, 2):
-        log_file = open(log_path, "w")
-        process = subprocess.Popen(command, env=env, stdout=log_file, stderr=subprocess.STDOUT, cwd=workdir)
+        with open(log_path, "w") as log_file:  # the server writes through its own copy of the descriptor
+            process = subprocess.Popen(command, env=env, stdout=log_file, stderr=subprocess.STDOUT, cwd=workdir)
         server = TritonServer(process, *ports, log_path)
         if _became_ready(server, ready_timeout_s):
             return server
